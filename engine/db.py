@@ -1,0 +1,75 @@
+"""Async database access: one engine per process, one session per request.
+
+PostgreSQL goes through psycopg 3, the embedded default SQLite through aiosqlite. The
+request boundary (REST route, GraphQL context, CLI command) opens a session with
+`Database.session()` and passes it down; engine functions never open their own.
+"""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+from typing import Any
+
+from sqlalchemy import event, text
+from sqlalchemy.engine import make_url
+from sqlalchemy.ext.asyncio import AsyncEngine, AsyncSession, async_sessionmaker, create_async_engine
+
+from engine.settings import Settings
+
+
+def _enable_sqlite_foreign_keys(dbapi_connection: Any, _record: Any) -> None:
+    # SQLite ignores foreign keys unless every connection asks for them.
+    cursor = dbapi_connection.cursor()
+    cursor.execute("PRAGMA foreign_keys=ON")
+    cursor.close()
+
+
+def create_engine(settings: Settings) -> AsyncEngine:
+    url = make_url(settings.database_url)
+    if url.get_backend_name() == "sqlite":
+        engine = create_async_engine(url)
+        event.listen(engine.sync_engine, "connect", _enable_sqlite_foreign_keys)
+        return engine
+    return create_async_engine(
+        url,
+        pool_size=settings.db_pool_size,
+        max_overflow=0,
+        # An exhausted pool waits this long, then the read fails with the 500 body.
+        pool_timeout=settings.db_pool_timeout_s,
+        pool_pre_ping=True,
+        connect_args={
+            "options": f"-c statement_timeout={settings.statement_timeout_ms}",
+            "connect_timeout": max(1, int(settings.db_pool_timeout_s)),
+        },
+    )
+
+
+class Database:
+    """The process's engine and session factory."""
+
+    def __init__(self, settings: Settings) -> None:
+        self.engine = create_engine(settings)
+        self._sessions = async_sessionmaker(self.engine, expire_on_commit=False)
+
+    @property
+    def backend(self) -> str:
+        return self.engine.dialect.name
+
+    @asynccontextmanager
+    async def session(self) -> AsyncIterator[AsyncSession]:
+        """A session for one request or command: committed on success, rolled back on error."""
+        async with self._sessions() as session:
+            try:
+                yield session
+                await session.commit()
+            except BaseException:
+                await session.rollback()
+                raise
+
+    async def ping(self) -> None:
+        async with self.engine.connect() as connection:
+            await connection.execute(text("SELECT 1"))
+
+    async def dispose(self) -> None:
+        await self.engine.dispose()

@@ -1,0 +1,128 @@
+"""API keys: `cpk_<key_id>_<secret>`, stored only as HMAC-SHA256(pepper, secret).
+
+The key id (12 lowercase base32 characters) is public and appears in logs and listings;
+the secret (43 URL-safe base64 characters, 32 random bytes) is shown once at creation
+and never stored or logged.
+"""
+
+from __future__ import annotations
+
+import base64
+import hashlib
+import hmac
+import re
+import secrets
+from collections.abc import Sequence
+from dataclasses import dataclass
+from datetime import UTC, datetime
+
+from sqlalchemy import select
+from sqlalchemy.exc import SQLAlchemyError
+from sqlalchemy.ext.asyncio import AsyncSession
+
+from engine.errors import InvalidApiKey, ServiceUnavailable
+from engine.tables import ApiKey
+
+TOKEN_PREFIX = "cpk_"
+_TOKEN_SHAPE = re.compile(r"cpk_([a-z2-7]{12})_([A-Za-z0-9_-]{43})", re.ASCII)
+# Compared against when the key id is unknown, so that path does the same work.
+_ABSENT_HASH = "0" * 64
+
+
+@dataclass(frozen=True, slots=True)
+class VerifiedKey:
+    key_id: str
+    campaign_id: str
+    owner_id: str
+
+
+@dataclass(frozen=True, slots=True)
+class IssuedKey:
+    key_id: str
+    token: str
+
+
+def hash_secret(secret: str, *, pepper: bytes) -> str:
+    return hmac.new(pepper, secret.encode("ascii"), hashlib.sha256).hexdigest()
+
+
+def _new_key_id() -> str:
+    return base64.b32encode(secrets.token_bytes(10)).decode("ascii").lower()[:12]
+
+
+def _new_secret() -> str:
+    return base64.urlsafe_b64encode(secrets.token_bytes(32)).rstrip(b"=").decode("ascii")
+
+
+def parse_token(token: str) -> tuple[str, str]:
+    """(key_id, secret) of a well-formed token; InvalidApiKey when malformed."""
+    match = _TOKEN_SHAPE.fullmatch(token)
+    if match is None:
+        raise InvalidApiKey("Invalid API key")
+    return match.group(1), match.group(2)
+
+
+def require_pepper(pepper: bytes | None) -> bytes:
+    if pepper is None:
+        raise ServiceUnavailable("API key pepper is missing or shorter than 32 characters")
+    return pepper
+
+
+async def verify_api_key(db: AsyncSession, *, token: str, pepper: bytes | None) -> VerifiedKey:
+    """The key a bearer token names, if the token is valid and the key not revoked.
+
+    Raises InvalidApiKey for every client-side failure (one error, no hint which) and
+    ServiceUnavailable when verification cannot be completed (no pepper, no database).
+    """
+    usable_pepper = require_pepper(pepper)
+    key_id, secret = parse_token(token)
+    try:
+        result = await db.execute(
+            select(ApiKey.key_id, ApiKey.campaign_id, ApiKey.owner_id, ApiKey.secret_hash, ApiKey.revoked_at)
+            .where(ApiKey.key_id == key_id)
+        )
+        row = result.first()
+    except SQLAlchemyError as exc:
+        raise ServiceUnavailable("key store unreachable") from exc
+    expected = row.secret_hash if row is not None else _ABSENT_HASH
+    matches = hmac.compare_digest(hash_secret(secret, pepper=usable_pepper), expected)
+    if row is None or not matches or row.revoked_at is not None:
+        raise InvalidApiKey("Invalid API key")
+    return VerifiedKey(key_id=row.key_id, campaign_id=row.campaign_id, owner_id=row.owner_id)
+
+
+async def create_api_key(
+    db: AsyncSession, *, campaign_id: str, owner_id: str, label: str | None, pepper: bytes | None
+) -> IssuedKey:
+    usable_pepper = require_pepper(pepper)
+    key_id, secret = _new_key_id(), _new_secret()
+    db.add(
+        ApiKey(
+            key_id=key_id,
+            campaign_id=campaign_id,
+            owner_id=owner_id,
+            label=label,
+            secret_hash=hash_secret(secret, pepper=usable_pepper),
+            created_at=datetime.now(UTC),
+        )
+    )
+    await db.flush()
+    return IssuedKey(key_id=key_id, token=f"{TOKEN_PREFIX}{key_id}_{secret}")
+
+
+async def revoke_api_key(db: AsyncSession, *, key_id: str) -> bool:
+    """Mark a key revoked. False when no such key exists; revoking twice keeps the first time."""
+    key = await db.get(ApiKey, key_id)
+    if key is None:
+        return False
+    if key.revoked_at is None:
+        key.revoked_at = datetime.now(UTC)
+        await db.flush()
+    return True
+
+
+async def list_api_keys(db: AsyncSession, *, campaign_id: str | None = None) -> Sequence[ApiKey]:
+    statement = select(ApiKey).order_by(ApiKey.created_at, ApiKey.key_id)  # type: ignore[arg-type]
+    if campaign_id is not None:
+        statement = statement.where(ApiKey.campaign_id == campaign_id)
+    return (await db.execute(statement)).scalars().all()

@@ -1,0 +1,46 @@
+"""Page-size rules shared by every list: default 50, capped at 100, below 1 rejected."""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from typing import Generic, TypeVar
+
+from engine.errors import InvalidLimit
+
+DEFAULT_LIMIT = 50
+MAX_LIMIT = 100
+LIMIT_MESSAGE = "limit must be a positive integer"
+
+# ASCII digits only: int() would also accept "٣", " 3 " and "3_0".
+_INTEGER = re.compile(r"[+-]?[0-9]+", re.ASCII)
+
+T = TypeVar("T")
+
+
+def clamp_limit(limit: int | None) -> int:
+    """The page size to use for an already-integer limit."""
+    if limit is None:
+        return DEFAULT_LIMIT
+    if limit < 1:
+        raise InvalidLimit(LIMIT_MESSAGE)
+    return min(limit, MAX_LIMIT)
+
+
+def parse_limit(raw: str | None) -> int:
+    """The page size for a query-string value; raises InvalidLimit when it is not one."""
+    if raw is None:
+        return DEFAULT_LIMIT
+    if len(raw) > 64 or not _INTEGER.fullmatch(raw):
+        raise InvalidLimit(LIMIT_MESSAGE)
+    return clamp_limit(int(raw))
+
+
+@dataclass(frozen=True, slots=True)
+class Page(Generic[T]):
+    items: list[T]
+    next_cursor: str | None
+
+    @property
+    def has_more(self) -> bool:
+        return self.next_cursor is not None

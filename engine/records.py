@@ -1,0 +1,271 @@
+"""Campaign-scoped reads of the five record types.
+
+Every query filters on the key's campaign and on visibility, orders totally (the same on
+SQLite and PostgreSQL) and fetches `limit + 1` rows to know whether another page exists.
+A cursor that carries the last row's sort key is answered by seeking past that key, so
+deep pages cost the same as the first; a bare-offset cursor falls back to OFFSET.
+Database failures become `FetchFailed`; callers never see driver exceptions.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from datetime import datetime
+from enum import Enum
+from typing import Any
+
+from sqlalchemy import ColumnElement, Row, and_, or_, select
+from sqlalchemy.exc import SQLAlchemyError
+from sqlalchemy.ext.asyncio import AsyncSession
+
+from engine.cursor import Cursor, SortKeyValue, decode_cursor, encode_cursor
+from engine.errors import FetchFailed, InvalidCursor, RecordNotFound
+from engine.pagination import Page, clamp_limit
+from engine.tables import Character, Faction, Item, Location, Session, WikiEntityColumns
+
+PUBLIC = "public"
+SESSION_NOT_FOUND = "Session not found"
+ENTITY_NOT_FOUND = "Entity not found"
+
+
+class EntityKind(Enum):
+    """The wiki entity record types, each with its table and error texts."""
+
+    LOCATION = ("locations", Location)
+    CHARACTER = ("characters", Character)
+    FACTION = ("factions", Faction)
+    ITEM = ("items", Item)
+
+    def __init__(self, plural: str, table: type[WikiEntityColumns]) -> None:
+        self.plural = plural
+        self.table = table
+
+    @property
+    def fetch_failed_message(self) -> str:
+        return f"Failed to fetch {self.plural}"
+
+
+@dataclass(frozen=True, slots=True)
+class CampaignScope:
+    """What a verified key may read: one campaign."""
+
+    campaign_id: str
+
+
+def _session_list_columns() -> list[Any]:
+    return [
+        Session.id,
+        Session.title,
+        Session.status,
+        Session.recording_date,
+        Session.created_at,
+        Session.updated_at,
+        Session.session_type,
+        Session.visibility,
+    ]
+
+
+def _entity_list_columns(kind: EntityKind) -> list[Any]:
+    table = kind.table
+    columns = [
+        table.id,
+        table.name,
+        table.icon,
+        table.hidden_from_wiki,
+        table.created_at,
+        table.updated_at,
+        table.type,
+        table.image_url,
+        table.sort_order,
+    ]
+    if kind is EntityKind.LOCATION:
+        columns.append(Location.parent_id)
+    return columns
+
+
+async def _fetch(db: AsyncSession, statement: Any, *, failure: str) -> Sequence[Row[Any]]:
+    try:
+        result = await db.execute(statement)
+        return result.all()
+    except SQLAlchemyError as exc:
+        raise FetchFailed(failure) from exc
+
+
+def _page(
+    rows: Sequence[Row[Any]],
+    *,
+    limit: int,
+    offset: int,
+    sort_key: Callable[[Row[Any]], tuple[SortKeyValue, ...]],
+) -> Page[Row[Any]]:
+    items = list(rows[:limit])
+    if len(rows) <= limit:
+        return Page(items=items, next_cursor=None)
+    cursor = Cursor(offset=offset + len(items), after=sort_key(items[-1]))
+    return Page(items=items, next_cursor=encode_cursor(cursor))
+
+
+def _parse_cursor(raw: str | None) -> Cursor:
+    return decode_cursor(raw) if raw is not None else Cursor(offset=0)
+
+
+# --- sessions -------------------------------------------------------------------------
+
+
+def _session_sort_key(row: Row[Any]) -> tuple[SortKeyValue, ...]:
+    recorded = row.recording_date.isoformat() if row.recording_date is not None else None
+    return (recorded, row.id)
+
+
+def _after_session(after: tuple[SortKeyValue, ...]) -> ColumnElement[bool]:
+    """Rows strictly after (recording_date, id) in newest-first, undated-last order."""
+    if len(after) != 2 or not isinstance(after[1], str) or isinstance(after[0], int):
+        raise InvalidCursor("Invalid cursor")
+    recorded_raw, last_id = after
+    if recorded_raw is None:
+        return and_(Session.recording_date.is_(None), Session.id > last_id)  # type: ignore[union-attr,operator]
+    try:
+        recorded = datetime.fromisoformat(recorded_raw)
+    except ValueError as exc:
+        raise InvalidCursor("Invalid cursor") from exc
+    if recorded.tzinfo is None:
+        raise InvalidCursor("Invalid cursor")
+    return or_(
+        Session.recording_date < recorded,  # type: ignore[operator]
+        and_(Session.recording_date == recorded, Session.id > last_id),  # type: ignore[operator]
+        Session.recording_date.is_(None),  # type: ignore[union-attr]
+    )
+
+
+async def list_sessions(
+    db: AsyncSession, *, scope: CampaignScope, limit: int | None, cursor: str | None
+) -> Page[Row[Any]]:
+    page_size = clamp_limit(limit)
+    position = _parse_cursor(cursor)
+    statement = select(*_session_list_columns()).where(
+        Session.campaign_id == scope.campaign_id, Session.visibility == PUBLIC
+    )
+    if position.after:
+        statement = statement.where(_after_session(position.after))
+    elif position.offset:
+        statement = statement.offset(position.offset)
+    statement = statement.order_by(
+        Session.recording_date.desc().nulls_last(),  # type: ignore[union-attr]
+        Session.id.asc(),  # type: ignore[attr-defined]
+    ).limit(page_size + 1)
+    rows = await _fetch(db, statement, failure="Failed to fetch sessions")
+    return _page(rows, limit=page_size, offset=position.offset, sort_key=_session_sort_key)
+
+
+async def get_session(
+    db: AsyncSession, *, scope: CampaignScope, session_id: str, with_summary: bool = True
+) -> Row[Any]:
+    columns = _session_list_columns() + ([Session.summary] if with_summary else [])
+    statement = select(*columns).where(
+        Session.id == session_id,
+        Session.campaign_id == scope.campaign_id,
+        Session.visibility == PUBLIC,
+    )
+    rows = await _fetch(db, statement, failure="Failed to fetch session")
+    if not rows:
+        raise RecordNotFound(SESSION_NOT_FOUND)
+    return rows[0]
+
+
+# --- wiki entities (locations, characters, factions, items) ---------------------------
+
+
+def _entity_sort_key(row: Row[Any]) -> tuple[SortKeyValue, ...]:
+    return (row.sort_order, row.name, row.id)
+
+
+def _after_entity(table: type[WikiEntityColumns], after: tuple[SortKeyValue, ...]) -> ColumnElement[bool]:
+    """Rows strictly after (sort_order, name, id) in sort-order (nulls last), name, id order."""
+    if len(after) != 3 or not all(isinstance(value, str) for value in after[1:]):
+        raise InvalidCursor("Invalid cursor")
+    if isinstance(after[0], str):
+        raise InvalidCursor("Invalid cursor")
+    sort_order, name, last_id = after
+    after_name = or_(table.name > name, and_(table.name == name, table.id > last_id))  # type: ignore[operator]
+    if sort_order is None:
+        return and_(table.sort_order.is_(None), after_name)  # type: ignore[union-attr]
+    return or_(
+        table.sort_order > sort_order,  # type: ignore[operator]
+        and_(table.sort_order == sort_order, after_name),
+        table.sort_order.is_(None),  # type: ignore[union-attr]
+    )
+
+
+def _entity_order(table: type[WikiEntityColumns]) -> list[Any]:
+    return [table.sort_order.asc().nulls_last(), table.name.asc(), table.id.asc()]  # type: ignore[union-attr,attr-defined]
+
+
+def _visible(table: type[WikiEntityColumns], scope: CampaignScope) -> list[ColumnElement[bool]]:
+    return [table.campaign_id == scope.campaign_id, table.hidden_from_wiki.is_(False)]  # type: ignore[list-item,attr-defined]
+
+
+async def list_entities(
+    db: AsyncSession,
+    *,
+    kind: EntityKind,
+    scope: CampaignScope,
+    limit: int | None,
+    cursor: str | None,
+) -> Page[Row[Any]]:
+    page_size = clamp_limit(limit)
+    position = _parse_cursor(cursor)
+    table = kind.table
+    statement = select(*_entity_list_columns(kind)).where(*_visible(table, scope))
+    if position.after:
+        statement = statement.where(_after_entity(table, position.after))
+    elif position.offset:
+        statement = statement.offset(position.offset)
+    statement = statement.order_by(*_entity_order(table)).limit(page_size + 1)
+    rows = await _fetch(db, statement, failure=kind.fetch_failed_message)
+    return _page(rows, limit=page_size, offset=position.offset, sort_key=_entity_sort_key)
+
+
+async def get_entity(
+    db: AsyncSession,
+    *,
+    kind: EntityKind,
+    scope: CampaignScope,
+    entity_id: str,
+    with_description: bool = True,
+) -> Row[Any]:
+    table = kind.table
+    columns = _entity_list_columns(kind) + ([table.description] if with_description else [])
+    statement = select(*columns).where(table.id == entity_id, *_visible(table, scope))
+    rows = await _fetch(db, statement, failure=kind.fetch_failed_message)
+    if not rows:
+        raise RecordNotFound(ENTITY_NOT_FOUND)
+    return rows[0]
+
+
+async def visible_locations_by_id(
+    db: AsyncSession, *, scope: CampaignScope, location_ids: Sequence[str]
+) -> dict[str, Row[Any]]:
+    """Visible locations among `location_ids` (for batched parent lookups)."""
+    statement = select(*_entity_list_columns(EntityKind.LOCATION)).where(
+        Location.id.in_(location_ids),  # type: ignore[attr-defined]
+        *_visible(Location, scope),
+    )
+    rows = await _fetch(db, statement, failure=EntityKind.LOCATION.fetch_failed_message)
+    return {row.id: row for row in rows}
+
+
+async def visible_children_by_parent(
+    db: AsyncSession, *, scope: CampaignScope, parent_ids: Sequence[str]
+) -> dict[str, list[Row[Any]]]:
+    """Visible children of each parent, in list order (for batched children lookups)."""
+    statement = (
+        select(*_entity_list_columns(EntityKind.LOCATION))
+        .where(Location.parent_id.in_(parent_ids), *_visible(Location, scope))  # type: ignore[union-attr]
+        .order_by(*_entity_order(Location))
+    )
+    rows = await _fetch(db, statement, failure=EntityKind.LOCATION.fetch_failed_message)
+    children: dict[str, list[Row[Any]]] = {parent_id: [] for parent_id in parent_ids}
+    for row in rows:
+        children[row.parent_id].append(row)
+    return children

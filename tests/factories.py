@@ -1,0 +1,110 @@
+"""Small typed factories for test data. Every argument has a keyword default."""
+
+from __future__ import annotations
+
+import itertools
+from datetime import UTC, datetime
+
+from sqlalchemy.ext.asyncio import AsyncSession
+
+from engine.tables import Campaign, Character, Faction, Item, Location, Session, User, WikiEntityColumns
+
+_counter = itertools.count(1)
+
+
+def unique_id(prefix: str) -> str:
+    return f"{prefix}_{next(_counter)}"
+
+
+def at(year: int = 2024, month: int = 5, day: int = 1, hour: int = 19) -> datetime:
+    return datetime(year, month, day, hour, tzinfo=UTC)
+
+
+async def add_user(db: AsyncSession, *, user_id: str | None = None, name: str = "Game Master") -> User:
+    user = User(id=user_id or unique_id("user"), name=name)
+    db.add(user)
+    await db.flush()
+    return user
+
+
+async def add_campaign(
+    db: AsyncSession, *, campaign_id: str | None = None, name: str = "Test campaign", owner_id: str | None = None
+) -> Campaign:
+    if owner_id is None:
+        owner_id = (await add_user(db)).id
+    campaign = Campaign(id=campaign_id or unique_id("camp"), name=name, owner_id=owner_id)
+    db.add(campaign)
+    await db.flush()
+    return campaign
+
+
+async def add_session(
+    db: AsyncSession,
+    *,
+    campaign_id: str,
+    session_id: str | None = None,
+    title: str = "A session",
+    status: str = "completed",
+    recording_date: datetime | None = None,
+    created_at: datetime | None = None,
+    updated_at: datetime | None = None,
+    session_type: str = "audio",
+    visibility: str = "public",
+    summary: str | None = None,
+) -> Session:
+    session = Session(
+        id=session_id or unique_id("sess"),
+        campaign_id=campaign_id,
+        title=title,
+        status=status,
+        recording_date=recording_date,
+        created_at=created_at,
+        updated_at=updated_at,
+        session_type=session_type,
+        visibility=visibility,
+        summary=summary,
+    )
+    db.add(session)
+    await db.flush()
+    return session
+
+
+async def add_entity(
+    db: AsyncSession,
+    *,
+    table: type[WikiEntityColumns] = Location,
+    campaign_id: str,
+    entity_id: str | None = None,
+    name: str = "Somewhere",
+    icon: str | None = None,
+    hidden_from_wiki: bool = False,
+    entity_type: str = "settlement",
+    image_url: str | None = None,
+    sort_order: int | None = None,
+    description: str | None = None,
+    created_at: datetime | None = None,
+    updated_at: datetime | None = None,
+    parent_id: str | None = None,
+) -> WikiEntityColumns:
+    fields = {
+        "id": entity_id or unique_id(table.__tablename__),  # type: ignore[attr-defined]
+        "campaign_id": campaign_id,
+        "name": name,
+        "icon": icon,
+        "hidden_from_wiki": hidden_from_wiki,
+        "type": entity_type,
+        "image_url": image_url,
+        "sort_order": sort_order,
+        "description": description,
+        "created_at": created_at,
+        "updated_at": updated_at,
+    }
+    if table is Location:
+        fields["parent_id"] = parent_id
+    entity = table(**fields)
+    db.add(entity)
+    await db.flush()
+    return entity
+
+
+ENTITY_TABLES = (Location, Character, Faction, Item)
