@@ -12,6 +12,7 @@ import hashlib
 import hmac
 import re
 import secrets
+import time
 from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
@@ -89,6 +90,46 @@ async def verify_api_key(db: AsyncSession, *, token: str, pepper: bytes | None) 
     if row is None or not matches or row.revoked_at is not None:
         raise InvalidApiKey("Invalid API key")
     return VerifiedKey(key_id=row.key_id, campaign_id=row.campaign_id, owner_id=row.owner_id)
+
+
+class KeyVerifier:
+    """`verify_api_key` with a short per-process memory of recent successes.
+
+    A success is reused for `fresh_s` seconds (so a revocation takes effect within that
+    time on every worker) and, while the key store cannot be reached, for `stale_s`
+    seconds: a client whose key was just verified then gets the query's own 500 with its
+    rate headers instead of a 503, and nothing is readable anyway while the store is down.
+    Entries are keyed by the HMAC of the secret, never the secret itself.
+    """
+
+    def __init__(self, *, pepper: bytes | None, fresh_s: float, stale_s: float, max_entries: int = 10_000) -> None:
+        self.pepper = pepper
+        self.fresh_s = fresh_s
+        self.stale_s = stale_s
+        self.max_entries = max_entries
+        self._verified: dict[tuple[str, str], tuple[float, VerifiedKey]] = {}
+
+    async def verify(self, db: AsyncSession, *, token: str) -> VerifiedKey:
+        pepper = require_pepper(self.pepper)
+        key_id, secret = parse_token(token)
+        entry_key = (key_id, hash_secret(secret, pepper=pepper))
+        cached = self._verified.get(entry_key)
+        now = time.monotonic()
+        if cached is not None and now - cached[0] < self.fresh_s:
+            return cached[1]
+        try:
+            verified = await verify_api_key(db, token=token, pepper=pepper)
+        except ServiceUnavailable:
+            if cached is not None and now - cached[0] < self.stale_s:
+                return cached[1]
+            raise
+        except InvalidApiKey:
+            self._verified.pop(entry_key, None)
+            raise
+        if len(self._verified) >= self.max_entries:
+            self._verified.clear()
+        self._verified[entry_key] = (now, verified)
+        return verified
 
 
 async def create_api_key(

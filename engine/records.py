@@ -139,11 +139,17 @@ def _after_session(after: tuple[SortKeyValue, ...]) -> ColumnElement[bool]:
 
 
 async def list_sessions(
-    db: AsyncSession, *, scope: CampaignScope, limit: int | None, cursor: str | None
+    db: AsyncSession,
+    *,
+    scope: CampaignScope,
+    limit: int | None,
+    cursor: str | None,
+    with_summary: bool = False,
 ) -> Page[Row[Any]]:
     page_size = clamp_limit(limit)
     position = _parse_cursor(cursor)
-    statement = select(*_session_list_columns()).where(
+    columns = _session_list_columns() + ([Session.summary] if with_summary else [])
+    statement = select(*columns).where(
         Session.campaign_id == scope.campaign_id, Session.visibility == PUBLIC
     )
     if position.after:
@@ -212,11 +218,13 @@ async def list_entities(
     scope: CampaignScope,
     limit: int | None,
     cursor: str | None,
+    with_description: bool = False,
 ) -> Page[Row[Any]]:
     page_size = clamp_limit(limit)
     position = _parse_cursor(cursor)
     table = kind.table
-    statement = select(*_entity_list_columns(kind)).where(*_visible(table, scope))
+    columns = _entity_list_columns(kind) + ([table.description] if with_description else [])
+    statement = select(*columns).where(*_visible(table, scope))
     if position.after:
         statement = statement.where(_after_entity(table, position.after))
     elif position.offset:

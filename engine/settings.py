@@ -50,6 +50,13 @@ class Settings(BaseSettings):
     redis_timeout_s: float = Field(default=1.0, gt=0)
     redis_pool_size: int = Field(default=64, gt=0)
 
+    # A verified key is remembered this long per process: a revocation takes effect
+    # within this time. 0 checks the key store on every request.
+    key_cache_s: float = Field(default=5.0, ge=0)
+    # While the key store is unreachable, recently verified keys are still recognized
+    # for this long, so their requests get the query's 500 rather than a 503.
+    key_cache_stale_s: float = Field(default=300.0, ge=0)
+
     log_level: str = "INFO"
 
     @field_validator("database_url")

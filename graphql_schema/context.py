@@ -1,0 +1,43 @@
+"""What a GraphQL execution carries: the request's DB session, the campaign scope, loaders.
+
+Sibling fields resolve concurrently, but one AsyncSession runs one statement at a time,
+so every read goes through `read()`, which serializes them on the request's session.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Awaitable, Callable, Sequence
+from typing import Any, TypeVar
+
+from sqlalchemy import Row
+from sqlalchemy.ext.asyncio import AsyncSession
+from strawberry.dataloader import DataLoader
+
+from engine.records import CampaignScope, visible_children_by_parent, visible_locations_by_id
+
+T = TypeVar("T")
+
+
+class CampaignContext:
+    """The execution context of one GraphQL operation, scoped to one campaign."""
+
+    def __init__(self, *, db: AsyncSession, scope: CampaignScope) -> None:
+        self.db = db
+        self.scope = scope
+        self._lock = asyncio.Lock()
+        # Batched per operation: one query per nesting level, whatever the page size.
+        self.location_by_id: DataLoader[str, Row[Any] | None] = DataLoader(load_fn=self._load_locations)
+        self.children_of: DataLoader[str, list[Row[Any]]] = DataLoader(load_fn=self._load_children)
+
+    async def read(self, query: Callable[[AsyncSession], Awaitable[T]]) -> T:
+        async with self._lock:
+            return await query(self.db)
+
+    async def _load_locations(self, ids: Sequence[str]) -> list[Row[Any] | None]:
+        found = await self.read(lambda db: visible_locations_by_id(db, scope=self.scope, location_ids=ids))
+        return [found.get(location_id) for location_id in ids]
+
+    async def _load_children(self, ids: Sequence[str]) -> list[list[Row[Any]]]:
+        found = await self.read(lambda db: visible_children_by_parent(db, scope=self.scope, parent_ids=ids))
+        return [found[parent_id] for parent_id in ids]

@@ -1,0 +1,124 @@
+"""The Query type: a list field and a single-record field per record type.
+
+Every resolver reads through the campaign scope of the execution context; ids of other
+campaigns, hidden or private records and absent ids all raise the same RecordNotFound.
+"""
+
+# No `from __future__ import annotations`: the generated resolvers carry real type objects.
+from collections.abc import Callable
+from typing import Annotated, Any
+
+import strawberry
+from strawberry.types import Info
+from strawberry.types.nodes import Selection
+
+from engine.pagination import DEFAULT_LIMIT, Page
+from engine.records import EntityKind, get_entity, get_session, list_entities, list_sessions
+from graphql_schema.context import CampaignContext
+from graphql_schema.types import (
+    CharacterPage,
+    CharacterType,
+    FactionPage,
+    FactionType,
+    ItemPage,
+    ItemType,
+    LocationPage,
+    LocationType,
+    Pagination,
+    SessionPage,
+    SessionType,
+)
+
+Ctx = Info[CampaignContext, Any]
+LIMIT_HELP = "Page size: default 50, values above 100 are capped, below 1 is an error."
+CURSOR_HELP = "The nextCursor of the previous page; omit for the first page."
+LimitArgument = Annotated[int | None, strawberry.argument(description=LIMIT_HELP)]
+CursorArgument = Annotated[str | None, strawberry.argument(description=CURSOR_HELP)]
+# Lists read the raw Markdown column only when a client asks for the rendered text.
+SUMMARY_FIELDS = {"summaryMarkdown", "summaryText"}
+DESCRIPTION_FIELDS = {"descriptionMarkdown", "descriptionText"}
+
+
+def _selects_any(selections: list[Selection], names: set[str]) -> bool:
+    """Whether any of `names` is selected anywhere below (fragments included)."""
+    for selection in selections:
+        if getattr(selection, "name", None) in names:
+            return True
+        if _selects_any(list(selection.selections), names):
+            return True
+    return False
+
+
+def _as_page(page: Page[Any], page_type: type) -> Any:
+    return page_type(data=page.items, pagination=Pagination(next_cursor=page.next_cursor, has_more=page.has_more))
+
+
+async def _sessions(
+    info: Ctx,
+    limit: LimitArgument = DEFAULT_LIMIT,
+    cursor: CursorArgument = None,
+) -> SessionPage:
+    ctx = info.context
+    with_summary = _selects_any(info.selected_fields, SUMMARY_FIELDS)
+    page = await ctx.read(
+        lambda db: list_sessions(db, scope=ctx.scope, limit=limit, cursor=cursor, with_summary=with_summary)
+    )
+    return _as_page(page, SessionPage)  # type: ignore[no-any-return]
+
+
+async def _session(info: Ctx, id: strawberry.ID) -> SessionType | None:  # noqa: A002 (GraphQL argument name)
+    ctx = info.context
+    return await ctx.read(lambda db: get_session(db, scope=ctx.scope, session_id=id))  # type: ignore[return-value]
+
+
+def _entity_list_resolver(kind: EntityKind, page_type: type) -> Callable[..., Any]:
+    async def resolve(
+        info: Ctx,
+        limit: LimitArgument = DEFAULT_LIMIT,
+        cursor: CursorArgument = None,
+    ) -> Any:
+        ctx = info.context
+        with_description = _selects_any(info.selected_fields, DESCRIPTION_FIELDS)
+        page = await ctx.read(
+            lambda db: list_entities(
+                db, kind=kind, scope=ctx.scope, limit=limit, cursor=cursor, with_description=with_description
+            )
+        )
+        return _as_page(page, page_type)
+
+    resolve.__annotations__["return"] = page_type
+    return resolve
+
+
+def _entity_resolver(kind: EntityKind, record_type: type) -> Callable[..., Any]:
+    async def resolve(info: Ctx, id: strawberry.ID) -> Any:  # noqa: A002 (GraphQL argument name)
+        ctx = info.context
+        return await ctx.read(lambda db: get_entity(db, kind=kind, scope=ctx.scope, entity_id=id))
+
+    resolve.__annotations__["return"] = record_type | None
+    return resolve
+
+
+def _list_field(resolver: Callable[..., Any], plural: str) -> Any:
+    return strawberry.field(resolver=resolver, description=f"Visible {plural} of the key's campaign, in list order.")
+
+
+def _record_field(resolver: Callable[..., Any], singular: str) -> Any:
+    # Nullable, so one NOT_FOUND does not null out sibling fields of the operation.
+    return strawberry.field(resolver=resolver, description=f"One visible {singular}; null and NOT_FOUND otherwise.")
+
+
+@strawberry.type
+class Query:
+    sessions: SessionPage = _list_field(_sessions, "public sessions")
+    session: SessionType | None = _record_field(_session, "public session")
+    locations: LocationPage = _list_field(_entity_list_resolver(EntityKind.LOCATION, LocationPage), "locations")
+    location: LocationType | None = _record_field(_entity_resolver(EntityKind.LOCATION, LocationType), "location")
+    characters: CharacterPage = _list_field(
+        _entity_list_resolver(EntityKind.CHARACTER, CharacterPage), "characters"
+    )
+    character: CharacterType | None = _record_field(_entity_resolver(EntityKind.CHARACTER, CharacterType), "character")
+    factions: FactionPage = _list_field(_entity_list_resolver(EntityKind.FACTION, FactionPage), "factions")
+    faction: FactionType | None = _record_field(_entity_resolver(EntityKind.FACTION, FactionType), "faction")
+    items: ItemPage = _list_field(_entity_list_resolver(EntityKind.ITEM, ItemPage), "items")
+    item: ItemType | None = _record_field(_entity_resolver(EntityKind.ITEM, ItemType), "item")

@@ -1,0 +1,79 @@
+"""The fixed GraphQL document behind each REST endpoint.
+
+Aliases give the REST field names (snake_case) directly, so a result's `data` is the
+response body with no mapping code. Each document is validated against the schema in
+tests/rest/test_documents.py.
+"""
+
+from __future__ import annotations
+
+_SESSION_LIST_FIELDS = """
+      id
+      title
+      status
+      recording_date: recordingDate
+      created_at: createdAt
+      updated_at: updatedAt
+      session_type: sessionType
+      visibility"""
+
+_ENTITY_LIST_FIELDS = """
+      id
+      name
+      icon
+      hidden_from_wiki: hiddenFromWiki
+      created_at: createdAt
+      updated_at: updatedAt
+      type"""
+
+_DESCRIPTION_FIELDS = """
+      description_markdown: descriptionMarkdown
+      description_text: descriptionText"""
+
+_PAGINATION = """
+    pagination {
+      next_cursor: nextCursor
+      has_more: hasMore
+    }"""
+
+
+def _list_document(operation: str, field: str, item_fields: str) -> str:
+    return f"""query {operation}($limit: Int, $cursor: String) {{
+  {field}(limit: $limit, cursor: $cursor) {{
+    data {{{item_fields}
+    }}{_PAGINATION}
+  }}
+}}"""
+
+
+def _record_document(operation: str, field: str, fields: str) -> str:
+    return f"""query {operation}($id: ID!) {{
+  {field}(id: $id) {{{fields}
+  }}
+}}"""
+
+
+SESSIONS_LIST = _list_document("PublicSessions", "sessions", _SESSION_LIST_FIELDS)
+SESSION_RECORD = _record_document(
+    "PublicSession",
+    "session",
+    _SESSION_LIST_FIELDS
+    + """
+      summary_markdown: summaryMarkdown
+      summary_text: summaryText""",
+)
+
+_LOCATION_FIELDS = _ENTITY_LIST_FIELDS + """
+      parent_id: parentId
+      image_url: imageUrl"""
+_OTHER_ENTITY_FIELDS = _ENTITY_LIST_FIELDS + """
+      image_url: imageUrl"""
+
+LOCATIONS_LIST = _list_document("PublicLocations", "locations", _LOCATION_FIELDS)
+LOCATION_RECORD = _record_document("PublicLocation", "location", _LOCATION_FIELDS + _DESCRIPTION_FIELDS)
+CHARACTERS_LIST = _list_document("PublicCharacters", "characters", _OTHER_ENTITY_FIELDS)
+CHARACTER_RECORD = _record_document("PublicCharacter", "character", _OTHER_ENTITY_FIELDS + _DESCRIPTION_FIELDS)
+FACTIONS_LIST = _list_document("PublicFactions", "factions", _OTHER_ENTITY_FIELDS)
+FACTION_RECORD = _record_document("PublicFaction", "faction", _OTHER_ENTITY_FIELDS + _DESCRIPTION_FIELDS)
+ITEMS_LIST = _list_document("PublicItems", "items", _OTHER_ENTITY_FIELDS)
+ITEM_RECORD = _record_document("PublicItem", "item", _OTHER_ENTITY_FIELDS + _DESCRIPTION_FIELDS)

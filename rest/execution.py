@@ -1,0 +1,33 @@
+"""Runs a fixed GraphQL document in-process for a REST endpoint."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from sqlalchemy.ext.asyncio import AsyncSession
+
+from engine.errors import FetchFailed
+from engine.records import CampaignScope
+from graphql_schema.context import CampaignContext
+from graphql_schema.errors import domain_error_of
+from graphql_schema.schema import CampaignSchema
+
+
+async def run_document(
+    schema: CampaignSchema,
+    *,
+    document: str,
+    variables: dict[str, Any],
+    db: AsyncSession,
+    scope: CampaignScope,
+) -> dict[str, Any]:
+    """The document's data; its first error re-raised as the domain error it carries."""
+    result = await schema.execute(
+        document, variable_values=variables, context_value=CampaignContext(db=db, scope=scope)
+    )
+    if result.errors:
+        domain_error = domain_error_of(result.errors[0])
+        # Anything unexpected is the endpoint's documented 500, never a traceback.
+        raise domain_error if domain_error is not None else FetchFailed()
+    assert result.data is not None
+    return result.data

@@ -1,0 +1,111 @@
+"""`/graphql`: the internal schema over HTTP, behind the same guard as the REST endpoints.
+
+Errors before execution (401, 429, 503, a bad request) come in GraphQL's own shape with
+the REST statuses and headers; errors during execution come back as GraphQL errors with
+`extensions.code` on a 200, as GraphQL clients expect.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import orjson
+from fastapi import APIRouter, Request
+from starlette.responses import HTMLResponse, Response
+
+from engine.errors import DomainError
+from engine.records import CampaignScope
+from graphql_schema.context import CampaignContext
+from rest.errors import ErrorOutcome, outcome_for_request
+from rest.graphiql import graphiql_page
+from rest.responses import json_response, rate_headers
+from rest.runtime import runtime_of
+from strawberry.types.graphql import OperationType
+
+MAX_BODY_BYTES = 64 * 1024
+QUERIES_ONLY = (OperationType.QUERY,)
+
+
+def _graphql_error(message: str, code: str, *, status: int, headers: dict[str, str] | None = None) -> Response:
+    return json_response({"errors": [{"message": message, "extensions": {"code": code}}]}, status=status, headers=headers)
+
+
+def _bad_request(message: str) -> Response:
+    return _graphql_error(message, "BAD_REQUEST", status=400)
+
+
+def _from_outcome(outcome: ErrorOutcome, code: str) -> Response:
+    return _graphql_error(outcome.message, code, status=outcome.status, headers=outcome.headers)
+
+
+def _operation_from_query_string(request: Request) -> dict[str, Any]:
+    params = request.query_params
+    variables = params.get("variables")
+    return {
+        "query": params.get("query"),
+        "variables": orjson.loads(variables) if variables else None,
+        "operationName": params.get("operationName"),
+    }
+
+
+async def _read_operation(request: Request) -> dict[str, Any] | Response:
+    if request.method == "GET":
+        try:
+            return _operation_from_query_string(request)
+        except orjson.JSONDecodeError:
+            return _bad_request("variables must be a JSON object")
+    body = await request.body()
+    if len(body) > MAX_BODY_BYTES:
+        return _graphql_error("Request body too large", "BAD_REQUEST", status=413)
+    try:
+        payload = orjson.loads(body)
+    except orjson.JSONDecodeError:
+        return _bad_request("The body must be a JSON object with a query")
+    if isinstance(payload, list):
+        return _bad_request("Batched operations are not supported; send one operation per request")
+    if not isinstance(payload, dict):
+        return _bad_request("The body must be a JSON object with a query")
+    return payload
+
+
+def _wants_page(request: Request) -> bool:
+    return request.method == "GET" and "query" not in request.query_params and "text/html" in request.headers.get("accept", "")
+
+
+async def graphql_endpoint(request: Request) -> Response:
+    runtime = runtime_of(request)
+    if _wants_page(request):
+        if not runtime.settings.graphiql:
+            return _graphql_error("GraphiQL is disabled", "NOT_FOUND", status=404)
+        return HTMLResponse(graphiql_page())
+    operation = await _read_operation(request)
+    if isinstance(operation, Response):
+        return operation
+    query, variables = operation.get("query"), operation.get("variables")
+    if not isinstance(query, str) or not query.strip():
+        return _bad_request("A query string is required")
+    if variables is not None and not isinstance(variables, dict):
+        return _bad_request("variables must be a JSON object")
+    operation_name = operation.get("operationName")
+    async with runtime.database.session() as db:
+        try:
+            principal = await runtime.guard.admit(request, db)
+        except DomainError as error:
+            return _from_outcome(outcome_for_request(request, error), error.code.value)
+        result = await runtime.schema.execute(
+            query,
+            variable_values=variables,
+            operation_name=operation_name if isinstance(operation_name, str) else None,
+            context_value=CampaignContext(db=db, scope=CampaignScope(campaign_id=principal.key.campaign_id)),
+            allowed_operation_types=QUERIES_ONLY,
+        )
+    body: dict[str, Any] = {"data": result.data}
+    if result.errors:
+        body["errors"] = [error.formatted for error in result.errors]
+    return json_response(body, headers=rate_headers(principal.key_window))
+
+
+def build_graphql_router() -> APIRouter:
+    router = APIRouter()
+    router.add_api_route("/graphql", graphql_endpoint, methods=["GET", "POST"], include_in_schema=False)
+    return router

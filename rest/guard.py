@@ -1,0 +1,86 @@
+"""The request pipeline before any query, in the documented order (contract §5):
+
+client IP limit → failed-auth limit → key verification (a failure is counted for the IP,
+then 401) → key limit → owner limit. Parameter validation and the query come after, in
+the routes, so a bad key with a bad limit is a 401.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from ipaddress import ip_address
+
+from sqlalchemy.ext.asyncio import AsyncSession
+from starlette.requests import Request
+
+from engine.errors import InvalidApiKey
+from engine.keys import KeyVerifier, VerifiedKey
+from engine.ratelimit import RateLimits, RateWindow
+from engine.settings import Settings
+
+MAX_TOKEN_LENGTH = 256
+
+
+@dataclass(frozen=True, slots=True)
+class Principal:
+    key: VerifiedKey
+    key_window: RateWindow
+
+
+def client_ip(request: Request, settings: Settings) -> str:
+    """The socket peer, or the nearest untrusted hop of X-Forwarded-For behind a trusted proxy."""
+    peer = request.client.host if request.client else "unknown"
+    if not settings.trusted_proxies:
+        return peer
+
+    def trusted(address: str) -> bool:
+        try:
+            parsed = ip_address(address)
+        except ValueError:
+            return False
+        return any(parsed in network for network in settings.trusted_proxies)
+
+    if not trusted(peer):
+        return peer
+    hops = [hop.strip() for hop in request.headers.get("x-forwarded-for", "").split(",") if hop.strip()]
+    for hop in reversed(hops):
+        if not trusted(hop):
+            return hop
+    return hops[0] if hops else peer
+
+
+def bearer_token(authorization: str | None) -> str:
+    """The token of an `Authorization: Bearer <token>` header; InvalidApiKey otherwise."""
+    if not authorization:
+        raise InvalidApiKey("Invalid API key")
+    scheme, _, token = authorization.partition(" ")
+    token = token.strip(" ")
+    # RFC 9110: the scheme is case-insensitive.
+    if scheme.lower() != "bearer" or not token or len(token) > MAX_TOKEN_LENGTH:
+        raise InvalidApiKey("Invalid API key")
+    return token
+
+
+class Guard:
+    def __init__(self, *, settings: Settings, limits: RateLimits, verifier: KeyVerifier) -> None:
+        self.settings = settings
+        self.limits = limits
+        self.verifier = verifier
+
+    async def admit(self, request: Request, db: AsyncSession) -> Principal:
+        ip = client_ip(request, self.settings)
+        await self.limits.consume(self.limits.ip, ip)
+        await self.limits.ensure_not_exhausted(self.limits.failed_auth, ip)
+        try:
+            token = bearer_token(request.headers.get("authorization"))
+            key = await self.verifier.verify(db, token=token)
+        except InvalidApiKey:
+            await self.limits.record(self.limits.failed_auth, ip)
+            raise
+        request.state.key_id = key.key_id
+        key_window = await self.limits.consume(self.limits.key, key.key_id, report=True)
+        assert key_window is not None
+        # Handled 404 and 500 responses report the key's window from here on.
+        request.state.key_window = key_window
+        await self.limits.consume(self.limits.owner, key.owner_id)
+        return Principal(key=key, key_window=key_window)

@@ -1,0 +1,51 @@
+"""`/healthz` (the process answers) and `/readyz` (its database and limiter storage answer)."""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+
+from fastapi import APIRouter, Request
+from starlette.responses import Response
+
+from rest.responses import json_response
+from rest.runtime import runtime_of
+
+CHECK_TIMEOUT_S = 2.0
+logger = logging.getLogger("campaign_api.health")
+
+
+async def healthz() -> Response:
+    return json_response({"status": "ok"})
+
+
+async def _database_up(request: Request) -> bool:
+    try:
+        await asyncio.wait_for(runtime_of(request).database.ping(), CHECK_TIMEOUT_S)
+    except Exception as exc:  # any failure means "down"; the reason goes to the server log
+        logger.warning("readiness: database check failed: %r", exc)
+        return False
+    return True
+
+
+async def _limiter_up(request: Request) -> bool:
+    try:
+        return await asyncio.wait_for(runtime_of(request).limits.ping(), CHECK_TIMEOUT_S)
+    except TimeoutError:
+        return False
+
+
+async def readyz(request: Request) -> Response:
+    database, limiter = await asyncio.gather(_database_up(request), _limiter_up(request))
+    checks = {"database": "up" if database else "down", "rate_limit_storage": "up" if limiter else "down"}
+    if database and limiter:
+        return json_response({"status": "ready", "checks": checks})
+    down = ", ".join(name for name, state in checks.items() if state == "down")
+    return json_response({"status": "unavailable", "error": f"{down} unavailable", "checks": checks}, status=503)
+
+
+def build_health_router() -> APIRouter:
+    router = APIRouter(include_in_schema=False)
+    router.add_api_route("/healthz", healthz, methods=["GET"])
+    router.add_api_route("/readyz", readyz, methods=["GET"])
+    return router

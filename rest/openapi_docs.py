@@ -1,0 +1,114 @@
+"""The documented error responses and list parameters of each endpoint, for OpenAPI."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from engine.pagination import DEFAULT_LIMIT, LIMIT_MESSAGE, MAX_LIMIT
+from rest.errors import AUTH_CHALLENGE, ERROR_RULES, EndpointTexts
+from rest.openapi_models import ErrorBody
+from engine.errors import ErrorCode
+
+_RATE_HEADERS = {
+    "X-RateLimit-Limit": {"description": "Requests allowed in the window.", "schema": {"type": "integer"}},
+    "X-RateLimit-Remaining": {"description": "Requests left in the window.", "schema": {"type": "integer"}},
+    "X-RateLimit-Reset": {
+        "description": "Unix epoch seconds at which the window resets.",
+        "schema": {"type": "integer"},
+    },
+}
+_RETRY_AFTER = {"Retry-After": {"description": "Seconds to wait (at least 1).", "schema": {"type": "integer"}}}
+_CHALLENGE = {name: {"schema": {"type": "string", "enum": [value]}} for name, value in AUTH_CHALLENGE.items()}
+
+
+def _error(description: str, *bodies: str, headers: dict[str, Any] | None = None) -> dict[str, Any]:
+    examples = {f"example{index}": {"value": {"error": body}} for index, body in enumerate(bodies, 1)}
+    response: dict[str, Any] = {
+        "description": description,
+        "model": ErrorBody,
+        "content": {"application/json": {"examples": examples}},
+    }
+    if headers:
+        response["headers"] = headers
+    return response
+
+
+def _common(texts: EndpointTexts) -> dict[int | str, dict[str, Any]]:
+    return {
+        401: _error(
+            "Key missing, malformed, unknown, incorrect or revoked; wrong scheme; token over 256 characters.",
+            str(ERROR_RULES[ErrorCode.INVALID_API_KEY].body),
+            headers=_CHALLENGE,
+        ),
+        429: _error(
+            "An IP, failed-authentication, key or owner limit rejected the request.",
+            str(ERROR_RULES[ErrorCode.RATE_LIMITED].body),
+            headers={**_RATE_HEADERS, **_RETRY_AFTER},
+        ),
+        500: _error("The query failed.", texts.fetch_failed, headers=_RATE_HEADERS),
+        503: _error(
+            "Limits cannot be enforced or keys cannot be verified right now.",
+            str(ERROR_RULES[ErrorCode.UNAVAILABLE].body),
+        ),
+    }
+
+
+def _ok_headers() -> dict[str, Any]:
+    return {200: {"description": "OK", "headers": _RATE_HEADERS}}
+
+
+def list_responses(texts: EndpointTexts) -> dict[int | str, dict[str, Any]]:
+    return {
+        **_ok_headers(),
+        400: _error("Bad limit or cursor.", LIMIT_MESSAGE, str(ERROR_RULES[ErrorCode.INVALID_CURSOR].body)),
+        **_common(texts),
+    }
+
+
+def record_responses(texts: EndpointTexts) -> dict[int | str, dict[str, Any]]:
+    return {
+        **_ok_headers(),
+        404: _error(
+            "Absent, private, hidden, or in another campaign: one identical answer.",
+            texts.not_found,
+            headers=_RATE_HEADERS,
+        ),
+        **_common(texts),
+    }
+
+
+def list_parameters() -> list[dict[str, Any]]:
+    return [
+        {
+            "name": "limit",
+            "in": "query",
+            "required": False,
+            "description": (
+                f"Page size. Default {DEFAULT_LIMIT}; values above {MAX_LIMIT} are capped to {MAX_LIMIT}; "
+                "a value that is not an integer, or below 1, gives 400."
+            ),
+            "schema": {"type": "integer", "minimum": 1, "default": DEFAULT_LIMIT},
+        },
+        {
+            "name": "cursor",
+            "in": "query",
+            "required": False,
+            "description": "The pagination.next_cursor of the previous page; omit for the first page.",
+            "schema": {"type": "string"},
+        },
+    ]
+
+
+def bearer_security_openapi(schema: dict[str, Any]) -> dict[str, Any]:
+    """Declare the Bearer scheme and require it on every v1 operation."""
+    components = schema.setdefault("components", {})
+    components.setdefault("securitySchemes", {})["bearerAuth"] = {
+        "type": "http",
+        "scheme": "bearer",
+        "description": "An API key: `cpk_<key_id>_<secret>`, issued by the campaign's operator.",
+    }
+    for path, operations in schema.get("paths", {}).items():
+        if path.startswith("/api/public/v1/"):
+            for operation in operations.values():
+                operation["security"] = [{"bearerAuth": []}]
+    return schema

@@ -1,0 +1,89 @@
+"""Response schemas for the OpenAPI document only; responses are built from GraphQL data.
+
+They describe exactly the fields of the spec and contract §1, so the document tells the
+truth about every 200 body (checked by schemathesis and the contract tests).
+"""
+
+from __future__ import annotations
+
+from datetime import datetime
+from typing import Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+
+class _Strict(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+
+class Pagination(_Strict):
+    next_cursor: str | None = Field(description="Opaque cursor for the next page; null on the last page.")
+    has_more: bool = Field(description="True when another page is available.")
+
+
+class SessionListItem(_Strict):
+    id: str
+    title: str
+    status: str = Field(description="Stored processing status, e.g. completed, processing, failed.")
+    recording_date: datetime | None
+    created_at: datetime | None
+    updated_at: datetime | None
+    session_type: str = Field(description="Stored session kind, e.g. audio or text_doc.")
+    visibility: Literal["public"]
+
+
+class SessionRecord(SessionListItem):
+    summary_markdown: str = Field(description="Public summary, normalized Markdown; GM-only parts removed.")
+    summary_text: str = Field(description="The summary without heading and bold markers or images.")
+
+
+class EntityListItem(_Strict):
+    id: str
+    name: str
+    icon: str | None
+    hidden_from_wiki: Literal[False]
+    created_at: datetime | None
+    updated_at: datetime | None
+    type: str
+    image_url: str | None
+
+
+class EntityRecord(EntityListItem):
+    description_markdown: str = Field(description="Public description, normalized Markdown; GM-only parts removed.")
+    description_text: str = Field(description="The description without heading and bold markers or images.")
+
+
+class LocationListItem(_Strict):
+    id: str
+    name: str
+    icon: str | None
+    hidden_from_wiki: Literal[False]
+    created_at: datetime | None
+    updated_at: datetime | None
+    type: str
+    parent_id: str | None = Field(description="May reference a hidden location that is not listed.")
+    image_url: str | None
+
+
+class LocationRecord(LocationListItem):
+    description_markdown: str
+    description_text: str
+
+
+class SessionList(_Strict):
+    data: list[SessionListItem]
+    pagination: Pagination
+
+
+class LocationList(_Strict):
+    data: list[LocationListItem]
+    pagination: Pagination
+
+
+class EntityList(_Strict):
+    data: list[EntityListItem]
+    pagination: Pagination
+
+
+class ErrorBody(_Strict):
+    error: str

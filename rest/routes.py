@@ -1,0 +1,190 @@
+"""The ten v1 endpoints, generated from one table of resources.
+
+Each endpoint runs the guard, validates `limit`/`cursor` (lists), runs its fixed GraphQL
+document and returns the document's data as the body, with the key's rate headers.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass
+from typing import Any
+
+from fastapi import APIRouter, Request
+from pydantic import BaseModel
+from starlette.responses import Response
+
+from engine.errors import InvalidCursor, InvalidLimit
+from engine.pagination import LIMIT_MESSAGE, parse_limit
+from engine.records import ENTITY_NOT_FOUND, SESSION_NOT_FOUND, CampaignScope
+from rest import documents, openapi_models
+from rest.errors import EndpointTexts
+from rest.execution import run_document
+from rest.openapi_docs import list_parameters, list_responses, record_responses
+from rest.responses import json_response, rate_headers
+from rest.runtime import runtime_of
+
+PREFIX = "/api/public/v1"
+
+
+@dataclass(frozen=True, slots=True)
+class Resource:
+    path: str
+    list_field: str
+    record_field: str
+    list_document: str
+    record_document: str
+    list_texts: EndpointTexts
+    record_texts: EndpointTexts
+    list_model: type[BaseModel]
+    record_model: type[BaseModel]
+    summary: str
+
+
+def _entity(
+    plural: str, singular: str, list_document: str, record_document: str, models: tuple[type[BaseModel], type[BaseModel]]
+) -> Resource:
+    texts = EndpointTexts(not_found=ENTITY_NOT_FOUND, fetch_failed=f"Failed to fetch {plural}")
+    return Resource(
+        path=plural,
+        list_field=plural,
+        record_field=singular,
+        list_document=list_document,
+        record_document=record_document,
+        list_texts=texts,
+        record_texts=texts,
+        list_model=models[0],
+        record_model=models[1],
+        summary=plural,
+    )
+
+
+RESOURCES = (
+    Resource(
+        path="sessions",
+        list_field="sessions",
+        record_field="session",
+        list_document=documents.SESSIONS_LIST,
+        record_document=documents.SESSION_RECORD,
+        list_texts=EndpointTexts(not_found=SESSION_NOT_FOUND, fetch_failed="Failed to fetch sessions"),
+        record_texts=EndpointTexts(not_found=SESSION_NOT_FOUND, fetch_failed="Failed to fetch session"),
+        list_model=openapi_models.SessionList,
+        record_model=openapi_models.SessionRecord,
+        summary="sessions",
+    ),
+    _entity(
+        "characters",
+        "character",
+        documents.CHARACTERS_LIST,
+        documents.CHARACTER_RECORD,
+        (openapi_models.EntityList, openapi_models.EntityRecord),
+    ),
+    _entity(
+        "locations",
+        "location",
+        documents.LOCATIONS_LIST,
+        documents.LOCATION_RECORD,
+        (openapi_models.LocationList, openapi_models.LocationRecord),
+    ),
+    _entity(
+        "factions",
+        "faction",
+        documents.FACTIONS_LIST,
+        documents.FACTION_RECORD,
+        (openapi_models.EntityList, openapi_models.EntityRecord),
+    ),
+    _entity(
+        "items",
+        "item",
+        documents.ITEMS_LIST,
+        documents.ITEM_RECORD,
+        (openapi_models.EntityList, openapi_models.EntityRecord),
+    ),
+)
+
+
+def _single_query_value(request: Request, name: str) -> str | None:
+    """A query parameter given at most once; repeating it is as bad as a malformed value."""
+    values = request.query_params.getlist(name)
+    if len(values) > 1:
+        raise InvalidLimit(LIMIT_MESSAGE) if name == "limit" else InvalidCursor("Invalid cursor")
+    return values[0] if values else None
+
+
+async def _serve(
+    request: Request,
+    *,
+    texts: EndpointTexts,
+    document: str,
+    field: str,
+    variables: Callable[[], dict[str, Any]],
+) -> Response:
+    request.state.endpoint_texts = texts
+    runtime = runtime_of(request)
+    async with runtime.database.session() as db:
+        principal = await runtime.guard.admit(request, db)
+        data = await run_document(
+            runtime.schema,
+            document=document,
+            variables=variables(),
+            db=db,
+            scope=CampaignScope(campaign_id=principal.key.campaign_id),
+        )
+    return json_response(data[field], headers=rate_headers(principal.key_window))
+
+
+def _list_endpoint(resource: Resource) -> Callable[[Request], Awaitable[Response]]:
+    async def list_records(request: Request) -> Response:
+        def variables() -> dict[str, Any]:
+            limit = parse_limit(_single_query_value(request, "limit"))
+            return {"limit": limit, "cursor": _single_query_value(request, "cursor")}
+
+        return await _serve(
+            request,
+            texts=resource.list_texts,
+            document=resource.list_document,
+            field=resource.list_field,
+            variables=variables,
+        )
+
+    return list_records
+
+
+def _record_endpoint(resource: Resource) -> Callable[[Request, str], Awaitable[Response]]:
+    async def get_record(request: Request, id: str) -> Response:  # noqa: A002 (the path parameter's name)
+        return await _serve(
+            request,
+            texts=resource.record_texts,
+            document=resource.record_document,
+            field=resource.record_field,
+            variables=lambda: {"id": id},
+        )
+
+    return get_record
+
+
+def build_router() -> APIRouter:
+    router = APIRouter(prefix=PREFIX)
+    for resource in RESOURCES:
+        router.add_api_route(
+            f"/{resource.path}",
+            _list_endpoint(resource),
+            methods=["GET"],
+            name=f"list_{resource.path}",
+            summary=f"List {resource.summary}",
+            response_model=resource.list_model,
+            responses=list_responses(resource.list_texts),
+            openapi_extra={"parameters": list_parameters()},
+            tags=[resource.path],
+        )
+        router.add_api_route(
+            f"/{resource.path}/{{id}}",
+            _record_endpoint(resource),
+            methods=["GET"],
+            name=f"get_{resource.record_field}",
+            summary=f"One {resource.record_field}",
+            response_model=resource.record_model,
+            responses=record_responses(resource.record_texts),
+            tags=[resource.path],
+        )
+    return router
