@@ -43,6 +43,9 @@ def decode_cursor(raw: str) -> Cursor:
         raise InvalidCursor("Invalid cursor")
     try:
         payload = base64.urlsafe_b64decode(raw + "=" * (-len(raw) % 4))
+        # The decoder skips stray characters and padding; accept only what encode_cursor emits.
+        if base64.urlsafe_b64encode(payload).rstrip(b"=") != raw.encode("ascii"):
+            raise InvalidCursor("Invalid cursor")
         decoded = json.loads(payload.decode("utf-8"))
     except (binascii.Error, ValueError, UnicodeDecodeError) as exc:
         raise InvalidCursor("Invalid cursor") from exc

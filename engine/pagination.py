@@ -31,9 +31,16 @@ def parse_limit(raw: str | None) -> int:
     """The page size for a query-string value; raises InvalidLimit when it is not one."""
     if raw is None:
         return DEFAULT_LIMIT
-    if len(raw) > 64 or not _INTEGER.fullmatch(raw):
+    if not _INTEGER.fullmatch(raw):
         raise InvalidLimit(LIMIT_MESSAGE)
-    return clamp_limit(int(raw))
+    # Any integer above 100 is capped, however long; counting digits instead of calling
+    # int() keeps thousands of digits cheap (and within Python's int-parsing limit).
+    digits = raw.lstrip("+-").lstrip("0")
+    if raw.startswith("-") or not digits:
+        raise InvalidLimit(LIMIT_MESSAGE)
+    if len(digits) > len(str(MAX_LIMIT)):
+        return MAX_LIMIT
+    return clamp_limit(int(digits))
 
 
 @dataclass(frozen=True, slots=True)

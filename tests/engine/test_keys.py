@@ -6,6 +6,7 @@ from sqlalchemy.ext.asyncio import AsyncSession
 
 from engine.errors import InvalidApiKey, ServiceUnavailable
 from engine.keys import create_api_key, list_api_keys, revoke_api_key, verify_api_key
+from engine.settings import Settings
 from engine.tables import ApiKey
 from tests.conftest import TEST_PEPPER
 from tests.factories import add_campaign
@@ -46,7 +47,15 @@ class TestVerify:
 
     @pytest.mark.parametrize(
         "token",
-        ["", "cpk_", "not-a-key", "cpk_AAAAAAAAAAAA_" + "a" * 43, "cpk_aaaaaaaaaaaa_" + "a" * 42, "cpk_aaaaaaaaaaaa_" + "a" * 44, "cpk_aaaaaaaaaaa1_" + "a" * 43],
+        [
+            "",
+            "cpk_",
+            "not-a-key",
+            "cpk_AAAAAAAAAAAA_" + "a" * 43,
+            "cpk_aaaaaaaaaaaa_" + "a" * 42,
+            "cpk_aaaaaaaaaaaa_" + "a" * 44,
+            "cpk_aaaaaaaaaaa1_" + "a" * 43,
+        ],
     )
     async def test_malformed(self, db: AsyncSession, token: str) -> None:
         with pytest.raises(InvalidApiKey):
@@ -62,11 +71,17 @@ class TestVerify:
     async def test_revoke_unknown_is_false(self, db: AsyncSession) -> None:
         assert await revoke_api_key(db, key_id="aaaaaaaaaaaa") is False
 
-    @pytest.mark.parametrize("pepper", [None, b"short"])
-    async def test_missing_pepper_cannot_complete(self, db: AsyncSession, issued: tuple[str, str, str], pepper: bytes | None) -> None:
-        # Settings turns a short pepper into None; both reach verification as "no pepper".
+    async def test_missing_pepper_cannot_complete(self, db: AsyncSession, issued: tuple[str, str, str]) -> None:
         with pytest.raises(ServiceUnavailable):
-            await verify_api_key(db, token=issued[0], pepper=None if pepper == b"short" else pepper)
+            await verify_api_key(db, token=issued[0], pepper=None)
+
+    @pytest.mark.parametrize("configured", [None, "", "x" * 31])
+    def test_short_or_missing_pepper_is_unusable(self, configured: str | None) -> None:
+        settings = Settings(_env_file=None, api_key_pepper=configured)  # type: ignore[call-arg]
+        assert settings.pepper is None
+
+    def test_long_enough_pepper_is_used(self) -> None:
+        assert Settings(_env_file=None, api_key_pepper="x" * 32).pepper == b"x" * 32  # type: ignore[call-arg]
 
     async def test_other_pepper_fails(self, db: AsyncSession, issued: tuple[str, str, str]) -> None:
         with pytest.raises(InvalidApiKey):
