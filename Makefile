@@ -5,7 +5,7 @@ BIN := $(VENV)/bin
 # Re-install only when the declared dependencies change.
 STAMP := $(VENV)/.installed
 
-.PHONY: install demo test lint bench soak clean
+.PHONY: install ui-assets demo test lint bench soak clean
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -15,7 +15,12 @@ $(STAMP): pyproject.toml | $(BIN)/python
 	$(BIN)/pip install --quiet -e '.[dev]'
 	touch $(STAMP)
 
-install: $(STAMP)
+# GraphiQL and Swagger UI are served by the service itself (no CDN): pinned npm
+# tarballs, integrity-checked; a no-op when rest/static/vendor is already up to date.
+ui-assets: | $(BIN)/python
+	$(BIN)/python scripts/fetch_ui_assets.py
+
+install: $(STAMP) ui-assets
 
 demo: install
 	$(BIN)/campaign-api demo

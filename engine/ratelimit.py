@@ -20,6 +20,7 @@ from limits.aio.storage import MemoryStorage, RedisStorage, Storage
 from limits.errors import StorageError
 
 from engine.errors import RateLimited, ServiceUnavailable
+from engine.metrics import RATE_LIMIT_REJECTIONS, RATE_LIMIT_STORAGE_ERRORS
 from engine.settings import Settings
 
 
@@ -36,9 +37,10 @@ class RateWindow:
 
 
 class RateLimitExceeded(RateLimited):
-    def __init__(self, window: RateWindow) -> None:
+    def __init__(self, window: RateWindow, *, limit: str = "") -> None:
         super().__init__("Rate limit exceeded")
         self.window = window
+        self.limit = limit  # which limit rejected: "ip", "failed_auth", "key" or "owner"
 
 
 def _create_storage(settings: Settings) -> Storage:
@@ -70,10 +72,28 @@ class RateLimits:
         self.failed_auth = parse(settings.rate_limit_failed_auth)
         self.key = parse(settings.rate_limit_key)
         self.owner = parse(settings.rate_limit_owner)
+        # By identity: two limits may be configured with equal rate strings.
+        self._names = {
+            id(self.ip): "ip",
+            id(self.failed_auth): "failed_auth",
+            id(self.key): "key",
+            id(self.owner): "owner",
+        }
 
     async def _window(self, item: RateLimitItem, storage_key: str, count: int) -> RateWindow:
         expiry = await self.storage.get_expiry(storage_key)
         return RateWindow(limit=item.amount, remaining=max(0, item.amount - count), reset_at=math.ceil(expiry))
+
+    async def _rejection(self, item: RateLimitItem, storage_key: str, count: int) -> RateLimitExceeded:
+        window = await self._window(item, storage_key, count)
+        limit = self._names.get(id(item), "other")
+        RATE_LIMIT_REJECTIONS.labels(limit=limit).inc()
+        return RateLimitExceeded(window, limit=limit)
+
+    @staticmethod
+    def _unavailable() -> ServiceUnavailable:
+        RATE_LIMIT_STORAGE_ERRORS.inc()
+        return ServiceUnavailable("rate limit storage unreachable")
 
     async def consume(self, item: RateLimitItem, identity: str, *, report: bool = False) -> RateWindow | None:
         """Count one request; raise RateLimitExceeded when over the limit.
@@ -85,17 +105,17 @@ class RateLimits:
         try:
             count = await self.storage.incr(storage_key, item.get_expiry())
             if count > item.amount:
-                raise RateLimitExceeded(await self._window(item, storage_key, count))
+                raise await self._rejection(item, storage_key, count)
             return await self._window(item, storage_key, count) if report else None
         except StorageError as exc:
-            raise ServiceUnavailable("rate limit storage unreachable") from exc
+            raise self._unavailable() from exc
 
     async def record(self, item: RateLimitItem, identity: str) -> None:
         """Count one event (a failed authentication) without judging this request by it."""
         try:
             await self.storage.incr(item.key_for(identity), item.get_expiry())
         except StorageError as exc:
-            raise ServiceUnavailable("rate limit storage unreachable") from exc
+            raise self._unavailable() from exc
 
     async def ensure_not_exhausted(self, item: RateLimitItem, identity: str) -> None:
         """Reject when the window is already full, without counting this request."""
@@ -103,15 +123,18 @@ class RateLimits:
         try:
             count = await self.storage.get(storage_key)
             if count >= item.amount:
-                raise RateLimitExceeded(await self._window(item, storage_key, count))
+                raise await self._rejection(item, storage_key, count)
         except StorageError as exc:
-            raise ServiceUnavailable("rate limit storage unreachable") from exc
+            raise self._unavailable() from exc
 
     async def ping(self) -> bool:
         try:
-            return bool(await self.storage.check())
+            up = bool(await self.storage.check())
         except StorageError:
-            return False
+            up = False
+        if not up:
+            RATE_LIMIT_STORAGE_ERRORS.inc()
+        return up
 
     @staticmethod
     def now() -> float:

@@ -2,7 +2,9 @@
 
 Strawberry's stock depth and alias limiter extensions create new validation-rule classes
 on every request, which also defeats the validation cache (it is keyed by the rule
-classes). Here the rule classes are created once and appended by one small extension.
+classes), and their rules walk a fragment again at every spread of it: a document of a
+few hundred bytes whose fragments each spread the next one twice takes exponential time.
+Here one rule class, created once, measures depth and aliases in one memoized pass.
 """
 
 from __future__ import annotations
@@ -10,13 +12,22 @@ from __future__ import annotations
 from collections.abc import Iterator
 
 import strawberry
-from graphql import GraphQLError
+from graphql import (
+    FieldNode,
+    FragmentDefinitionNode,
+    FragmentSpreadNode,
+    GraphQLError,
+    InlineFragmentNode,
+    OperationDefinitionNode,
+    SelectionSetNode,
+    ValidationContext,
+    ValidationRule,
+)
 from strawberry.extensions import DisableIntrospection, ParserCache, SchemaExtension, ValidationCache
-from strawberry.extensions.max_aliases import create_validator as alias_rule
-from strawberry.extensions.query_depth_limiter import create_validator as depth_rule
 from strawberry.types import ExecutionContext
 
 from graphql_schema.errors import PublicErrors, domain_error_of, logger
+from graphql_schema.metrics import OperationMetrics
 from graphql_schema.query import Query
 
 MAX_DEPTH = 8
@@ -24,7 +35,85 @@ MAX_ALIASES = 30
 MAX_TOKENS = 2_000
 CACHE_SIZE = 256
 
-_LIMIT_RULES = (depth_rule(MAX_DEPTH, None, None), alias_rule(MAX_ALIASES))
+
+
+class _DocumentShape:
+    """Depth and alias count of selection sets, each fragment measured once.
+
+    Same measures as strawberry's limiters: depth counts nested fields that have a selection
+    set (introspection fields `__*` not descended into), aliases are counted at every
+    spread of the fragment holding them. A fragment cycle (reported by the standard
+    NoFragmentCycles rule) counts as empty.
+    """
+
+    def __init__(self, fragments: dict[str, FragmentDefinitionNode]) -> None:
+        self._fragments = fragments
+        self._measured: dict[str, tuple[int, int]] = {}
+        self._measuring: set[str] = set()
+
+    def measure(self, selection_set: SelectionSetNode) -> tuple[int, int]:
+        depth, aliases = 0, 0
+        for selection in selection_set.selections:
+            if isinstance(selection, FieldNode):
+                aliases += selection.alias is not None
+                if selection.selection_set is not None:
+                    inner_depth, inner_aliases = self.measure(selection.selection_set)
+                    aliases += inner_aliases
+                    if not selection.name.value.startswith("__"):
+                        depth = max(depth, 1 + inner_depth)
+            elif isinstance(selection, InlineFragmentNode):
+                inner_depth, inner_aliases = self.measure(selection.selection_set)
+                depth, aliases = max(depth, inner_depth), aliases + inner_aliases
+            elif isinstance(selection, FragmentSpreadNode):
+                inner_depth, inner_aliases = self._fragment(selection.name.value)
+                depth, aliases = max(depth, inner_depth), aliases + inner_aliases
+        return depth, aliases
+
+    def _fragment(self, name: str) -> tuple[int, int]:
+        if name in self._measured:
+            return self._measured[name]
+        fragment = self._fragments.get(name)
+        if fragment is None or name in self._measuring:
+            return 0, 0
+        self._measuring.add(name)
+        self._measured[name] = self.measure(fragment.selection_set)
+        self._measuring.discard(name)
+        return self._measured[name]
+
+
+class DocumentLimitsRule(ValidationRule):
+    """Rejects operations nested deeper than MAX_DEPTH and documents with over MAX_ALIASES aliases."""
+
+    def __init__(self, context: ValidationContext) -> None:
+        super().__init__(context)
+        definitions = context.document.definitions
+        shape = _DocumentShape(
+            {node.name.value: node for node in definitions if isinstance(node, FragmentDefinitionNode)}
+        )
+        total_aliases = 0
+        for node in definitions:
+            if isinstance(node, OperationDefinitionNode):
+                depth, aliases = shape.measure(node.selection_set)
+                total_aliases += aliases
+                if depth > MAX_DEPTH:
+                    name = node.name.value if node.name else "anonymous"
+                    context.report_error(
+                        GraphQLError(f"'{name}' exceeds maximum operation depth of {MAX_DEPTH}", [node])
+                    )
+        if total_aliases > MAX_ALIASES:
+            context.report_error(GraphQLError(f"{total_aliases} aliases found. Allowed: {MAX_ALIASES}"))
+
+
+class _HideSuggestionsRule(ValidationRule):
+    """Switches on graphql-core's own `hide_suggestions` validation option, which strawberry
+    does not pass: every rule reads it from the shared context when it reports."""
+
+    def __init__(self, context: ValidationContext) -> None:
+        super().__init__(context)
+        context._hide_suggestions = True
+
+
+_LIMIT_RULES = (DocumentLimitsRule,)
 
 
 class DocumentLimits(SchemaExtension):
@@ -33,6 +122,15 @@ class DocumentLimits(SchemaExtension):
     def on_operation(self) -> Iterator[None]:
         self.execution_context.parse_options["max_tokens"] = MAX_TOKENS
         self.execution_context.validation_rules = self.execution_context.validation_rules + _LIMIT_RULES
+        yield
+
+
+class HideSuggestions(SchemaExtension):
+    """With introspection off, "Did you mean 'sessions'?" would still reveal the schema's
+    field, argument and type names to anyone guessing; the hints are left out."""
+
+    def on_operation(self) -> Iterator[None]:
+        self.execution_context.validation_rules = (*self.execution_context.validation_rules, _HideSuggestionsRule)
         yield
 
 
@@ -46,11 +144,12 @@ class CampaignSchema(strawberry.Schema):
 
 def build_schema(*, introspection: bool = True) -> CampaignSchema:
     extensions: list[type[SchemaExtension] | object] = [
+        OperationMetrics,
         DocumentLimits,
         lambda: ParserCache(maxsize=CACHE_SIZE),
         lambda: ValidationCache(maxsize=CACHE_SIZE),
         PublicErrors,
     ]
     if not introspection:
-        extensions.append(DisableIntrospection)
+        extensions += [DisableIntrospection, HideSuggestions]
     return CampaignSchema(query=Query, extensions=extensions)  # type: ignore[arg-type]
