@@ -14,7 +14,7 @@ from sqlalchemy.ext.asyncio import AsyncSession
 from starlette.requests import Request
 
 from engine.errors import InvalidApiKey
-from engine.keys import KeyVerifier, VerifiedKey
+from engine.keys import KeyVerifier, VerifiedKey, require_pepper
 from engine.ratelimit import RateLimits, RateWindow
 from engine.settings import Settings
 
@@ -69,18 +69,18 @@ class Guard:
 
     async def admit(self, request: Request, db: AsyncSession) -> Principal:
         ip = client_ip(request, self.settings)
-        await self.limits.consume(self.limits.ip, ip)
-        await self.limits.ensure_not_exhausted(self.limits.failed_auth, ip)
+        await self.limits.admit_client(ip)
         try:
+            # No usable pepper: no key can be verified, so every request is the 503 (contract
+            # §4), whatever its header says, and nothing counts as a failed authentication.
+            require_pepper(self.verifier.pepper)
             token = bearer_token(request.headers.get("authorization"))
             key = await self.verifier.verify(db, token=token)
         except InvalidApiKey:
-            await self.limits.record(self.limits.failed_auth, ip)
+            await self.limits.record_failed_auth(ip)
             raise
         request.state.key_id = key.key_id
-        key_window = await self.limits.consume(self.limits.key, key.key_id, report=True)
-        assert key_window is not None
+        key_window = await self.limits.admit_key(key_id=key.key_id, owner_id=key.owner_id)
         # Handled 404 and 500 responses report the key's window from here on.
         request.state.key_window = key_window
-        await self.limits.consume(self.limits.owner, key.owner_id)
         return Principal(key=key, key_window=key_window)
