@@ -1,0 +1,196 @@
+"""Public Markdown of summaries and descriptions: GM-only parts removed, then normalized.
+
+Contract section 6. The work happens on markdown-it-py's token stream (the rules live in
+`engine.markdown_rules`) and the result is written back by mdformat's renderer with the
+GFM extension, so the output is mdformat-style CommonMark with GitHub tables. Pure
+functions: no I/O, no web framework.
+"""
+
+from __future__ import annotations
+
+import functools
+import hashlib
+import re
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from types import MappingProxyType
+from typing import Any, ClassVar
+
+import mdformat.plugins
+from markdown_it import MarkdownIt
+from mdformat.renderer import MDRenderer, RenderContext, RenderTreeNode
+from mdformat.renderer.typing import Postprocess, Render
+
+from engine.markdown_regions import GM_CONTAINER_OPENER
+from engine.markdown_rules import gm_stripping_plugin
+
+# mdformat output is not always a fixed point of mdformat at once (raw HTML left behind
+# by a removed comment may read as Markdown the second time); a few more passes settle it.
+_MAX_NORMALIZATION_PASSES = 4
+_CACHE_SIZE = 4096
+_DOUBLE_PERCENT = re.compile("%(?=%)")
+
+
+@dataclass(frozen=True, slots=True)
+class PublicMarkdown:
+    markdown: str
+    """GM-stripped, normalized Markdown; "" when there is no public content."""
+    text: str
+    """`markdown` without heading markers, bold markers and images; "" when empty."""
+
+
+_EMPTY = PublicMarkdown("", "")
+
+
+def render_public(raw: str | None) -> PublicMarkdown:
+    """The public Markdown and text of a stored summary or description (memoized)."""
+    if not raw:
+        return _EMPTY
+    digest = hashlib.sha256(raw.encode("utf-8", "surrogatepass")).digest()
+    return _render_cached(_Source(digest, raw))
+
+
+def strip_gm_content(raw: str) -> str:
+    """Remove every GM-only part of `raw` and normalize what remains ("" if nothing)."""
+    markdown = _render(_PUBLIC_MD, raw)
+    for _ in range(_MAX_NORMALIZATION_PASSES):
+        again = _render(_PUBLIC_MD, markdown)
+        if again == markdown:
+            break
+        markdown = again
+    return markdown
+
+
+def markdown_to_text(markdown: str) -> str:
+    """`markdown` without heading markers, bold markers and images (alt text included).
+
+    It goes through the same GM stripping as `strip_gm_content` (a no-op on its output),
+    so even a caller passing stored Markdown directly gets no GM-only text back.
+    """
+    return _render(_TEXT_MD, markdown)
+
+
+# -- memoization ---------------------------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class _Source:
+    """Cache key: equal and hashed by the sha256 of the text, carrying the text along."""
+
+    digest: bytes
+    raw: str = field(compare=False, hash=False)
+
+
+@functools.lru_cache(maxsize=_CACHE_SIZE)
+def _render_cached(source: _Source) -> PublicMarkdown:
+    markdown = strip_gm_content(source.raw)
+    if not markdown:
+        return _EMPTY
+    return PublicMarkdown(markdown, markdown_to_text(markdown))
+
+
+# -- mdformat renderer plugins -------------------------------------------------------------
+
+
+def _escape_text(text: str, node: RenderTreeNode, context: RenderContext) -> str:
+    # Runs after mdformat-gfm's own text escaping (plugins run in the order they are
+    # listed in options["parser_extension"], ours last).
+    # Text can hold a literal "%%" (written `%\%` or `&#37;&#37;`); spell it so that the
+    # output does not open an Obsidian comment when it is read again.
+    return _escape_tilde_runs(_DOUBLE_PERCENT.sub("%\\\\", text))
+
+
+def _escape_tilde_runs(text: str) -> str:
+    """Escape every bare `~` next to another bare `~`.
+
+    mdformat-gfm escapes `~~` as `\\~~`, which leaves `~~` in a run of three (`\\~~~`),
+    and the output then flips between two forms on every normalization.
+    """
+    units: list[str] = []
+    position = 0
+    while position < len(text):
+        width = 2 if text[position] == "\\" and position + 1 < len(text) else 1
+        units.append(text[position : position + width])
+        position += width
+    return "".join(
+        "\\~"
+        if unit == "~" and ((index > 0 and units[index - 1] == "~") or units[index + 1 : index + 2] == ["~"])
+        else unit
+        for index, unit in enumerate(units)
+    )
+
+
+def _escape_container_lines(text: str, node: RenderTreeNode, context: RenderContext) -> str:
+    # Same for a paragraph line that reads `:::gm` (written `\:::gm` in the source).
+    lines = text.split("\n")
+    return "\n".join("\\" + line if GM_CONTAINER_OPENER.match(line) else line for line in lines)
+
+
+class _PublicOutputPlugin:
+    """mdformat parser extension: keep the output free of GM-only syntax."""
+
+    RENDERERS: ClassVar[Mapping[str, Render]] = MappingProxyType({})
+    POSTPROCESSORS: ClassVar[Mapping[str, Postprocess]] = MappingProxyType(
+        {"text": _escape_text, "paragraph": _escape_container_lines}
+    )
+
+
+def _render_children(node: RenderTreeNode, context: RenderContext) -> str:
+    return "".join(child.render(context) for child in node.children)
+
+
+def _heading_text(node: RenderTreeNode, context: RenderContext) -> str:
+    # A setext heading may span lines; as text it is one line, like mdformat's ATX form.
+    return _render_children(node, context).replace("\n", " ")
+
+
+def _no_image(node: RenderTreeNode, context: RenderContext) -> str:
+    return ""
+
+
+def _trim_inline_text(text: str, node: RenderTreeNode, context: RenderContext) -> str:
+    # A removed image can leave a paragraph starting with a space, which mdformat would
+    # otherwise keep as `&#32;`.
+    return text.strip(" \t")
+
+
+class _TextOutputPlugin:
+    """mdformat parser extension: the `*_text` form (contract section 6)."""
+
+    RENDERERS: ClassVar[Mapping[str, Render]] = MappingProxyType(
+        {"heading": _heading_text, "strong": _render_children, "image": _no_image}
+    )
+    POSTPROCESSORS: ClassVar[Mapping[str, Postprocess]] = MappingProxyType({"inline": _trim_inline_text})
+
+
+# -- parsers, built once -------------------------------------------------------------------
+
+
+def _build_markdown_it(*output_plugins: object) -> MarkdownIt:
+    """A MarkdownIt set up as `mdformat._util.build_mdit` does, plus the GM rules."""
+    mdit = MarkdownIt(renderer_cls=MDRenderer)
+    mdit.options["mdformat"] = {}  # mdformat's defaults: no wrapping, "1." numbering
+    mdit.options["store_labels"] = True  # links keep their reference labels
+    mdit.options["codeformatters"] = {}
+    mdit.options["parser_extension"] = []
+    gfm = mdformat.plugins.PARSER_EXTENSIONS["gfm"]
+    mdit.options["parser_extension"].append(gfm)
+    gfm.update_mdit(mdit)  # adds the "tables" extension too
+    mdit.use(gm_stripping_plugin)
+    mdit.options["parser_extension"].extend(output_plugins)
+    # markdown-it compiles its rule chains lazily, filling a dict another thread could read
+    # half-built (a core chain without the GM rule would strip nothing): compile them now.
+    for ruler in (mdit.core.ruler, mdit.block.ruler, mdit.inline.ruler, mdit.inline.ruler2):
+        ruler.getRules("")
+    return mdit
+
+
+_PUBLIC_MD = _build_markdown_it(_PublicOutputPlugin)
+_TEXT_MD = _build_markdown_it(_PublicOutputPlugin, _TextOutputPlugin)
+
+
+def _render(mdit: MarkdownIt, source: str) -> str:
+    env: dict[str, Any] = {}
+    rendered: str = mdit.renderer.render(mdit.parse(source, env), mdit.options, env)
+    # Whitespace-only output means no public content.
+    return rendered if rendered.strip() else ""

@@ -1,0 +1,395 @@
+"""Find GM-only regions in a piece of Markdown source text (contract section 6).
+
+This module knows the *lexical* GM-only forms: HTML and Obsidian comments, Foundry secret
+sections, `:::gm` container lines and the fences inside them. It works on plain strings
+and knows nothing of markdown-it; `engine.markdown_rules` feeds it the text of each token
+(or the raw lines of a block) in document order, carrying the open regions (`Frame`s)
+from one piece to the next, so a region may start in one paragraph and end many blocks
+later.
+
+The rules, chosen so that an author's hidden note never shows up:
+
+* A region opened inside another region nests in it, so the outer one cannot end while
+  the inner one is open: a `:::` line or a `</section>` written inside a comment does
+  not close anything, and an unclosed comment inside a container keeps it open to the
+  end of the document. Comments are raw text: inside one, only its own closing
+  sequence counts.
+* Containers count nested `:::name` lines and skip over Markdown fences; a container is
+  only closed by a `:::` line with at least as many colons as its opening line.
+* Secret sections count every nested `<section>` (secret or not) up to the matching
+  `</section>`; in raw block lines they skip over fences too.
+* Code is public: the caller passes the code spans of a text, and nothing inside them
+  opens or closes a region (a code span inside a region is removed with it).
+* In Markdown text `\\<!--` and `\\<section` are escaped, literal text that every renderer
+  shows, so they open nothing; `%%` opens a comment even after a backslash.
+"""
+
+from __future__ import annotations
+
+import re
+from bisect import bisect_right
+from collections.abc import Sequence
+from dataclasses import dataclass, replace
+from enum import Enum
+
+GM_HEADING_NAMES = frozenset(
+    {"gm", "gm only", "gm notes", "gm secrets", "dm", "dm only", "dm notes", "secret", "secrets"}
+)
+
+# A GM container opening line, after its indentation: `:::gm`, `::: DM`, `::::secret Title`.
+# Besides the contract's gm, gm-only, dm and secret, the hyphenated forms of the GM heading
+# names (dm-only, gm-notes, secrets, ...) count too: an author using them means to hide.
+GM_CONTAINER_OPENER = re.compile(
+    r"(:{3,})[ \t]*(?:gm(?:[-_](?:only|notes|secrets))?|dm(?:[-_](?:only|notes))?|secrets?)(?:[ \t]|$)",
+    re.IGNORECASE,
+)
+_CONTAINER_CLOSER = re.compile(r"(:{3,})[ \t]*$")
+_NESTED_CONTAINER_OPENER = re.compile(r"(:{3,})[ \t]*\S")
+_FENCE_OPENER = re.compile(r"(`{3,})[^`]*$|(~{3,})")
+# Where a comment or a section may start; `<section` must be followed by what can follow
+# a tag name so that `<sections>` is not one.
+_TOP_LEVEL_OPENERS = re.compile(r"<!--|%%|<section(?=[\s/>])", re.IGNORECASE)
+_SECTION_EVENTS = re.compile(r"<!--|%%|<section(?=[\s/>])|</section\s*>", re.IGNORECASE)
+_COMMENT_OPENERS = re.compile(r"<!--|%%")
+# The whole opening tag, with quoted attribute values (which may hold `>`) ...
+_SECTION_TAG = re.compile(r"<section(?:[^>\"']|\"[^\"]*\"|'[^']*')*>", re.IGNORECASE)
+# ... and, when a quote is never closed, up to the first `>` as a browser would.
+_SECTION_TAG_UNQUOTED = re.compile(r"<section[^>]*>", re.IGNORECASE)
+_CLASS_ATTRIBUTE = re.compile(r"""\bclass\s*=\s*(?:"([^"]*)"|'([^']*)'|([^\s"'=<>`]+))""", re.IGNORECASE)
+
+
+class FrameKind(Enum):
+    HTML_COMMENT = "html_comment"
+    OBSIDIAN_COMMENT = "obsidian_comment"
+    SECTION = "section"
+    CONTAINER = "container"
+    FENCE = "fence"
+
+
+@dataclass(frozen=True, slots=True)
+class Frame:
+    """One open region.
+
+    `size` is the number of open `<section>` tags of a section, the colon count of a
+    container's opening line, or the length of a fence's opening marker.
+    """
+
+    kind: FrameKind
+    size: int = 0
+    fence_char: str = ""
+
+
+@dataclass(frozen=True, slots=True)
+class ScanOptions:
+    # Public code spans of the text, sorted (start, end) offsets; opaque to the scan.
+    code: Sequence[tuple[int, int]] = ()
+    # Raw block lines: a fence opening line inside a region hides the lines up to its
+    # closing fence. Inside a token's text markdown-it has already found the fences.
+    fences: bool = False
+    # Inline Markdown: `\<!--` and `\<section` are escaped text that every renderer
+    # shows literally, so they open nothing. In raw HTML a backslash escapes nothing.
+    escapes: bool = False
+    # Whether offset 0 is the start of a line (container lines must start one).
+    line_start: bool = True
+    # Stop as soon as the regions open at the start are all closed (block rules).
+    stop_when_closed: bool = False
+
+
+@dataclass(frozen=True, slots=True)
+class ScanResult:
+    removed: list[tuple[int, int]]
+    stack: list[Frame]
+    # Offset just after the closing sequence, when `stop_when_closed` stopped the scan.
+    stopped_at: int | None = None
+
+
+def scan(text: str, stack: Sequence[Frame], options: ScanOptions, start: int = 0) -> ScanResult:
+    """Find the GM-only ranges of `text[start:]`, given the regions open before it."""
+    return _Scanner(text, stack, options).run(start)
+
+
+def remove_ranges(text: str, ranges: Sequence[tuple[int, int]]) -> str:
+    """`text` without the (sorted) ranges.
+
+    A range that leaves nothing but whitespace on its lines takes those lines with it,
+    so a removed comment line does not turn into a blank line that splits a paragraph.
+    """
+    if not ranges:
+        return text
+    kept: list[str] = []
+    position = 0
+    for start, end in ranges:
+        if text[end - 1 : end] != "\n":
+            line_start = text.rfind("\n", 0, start) + 1
+            newline = text.find("\n", end)
+            line_end = len(text) if newline < 0 else newline
+            if not text[line_start:start].strip() and not text[end:line_end].strip():
+                start, end = line_start, min(line_end + 1, len(text))
+        kept.append(text[position : max(start, position)])
+        position = max(position, end)
+    kept.append(text[position:])
+    return "".join(kept)
+
+
+def is_gm_heading_text(text: str) -> bool:
+    """Whether a heading's text names a GM-only section.
+
+    Compared trimmed, case-insensitively, without trailing colons, with runs of spaces,
+    hyphens and underscores read as one space (so `GM-only` and `GM only` are the same
+    name, and likewise `DM-only`).
+    """
+    normalized = re.sub(r"[\s:]+$", "", " ".join(text.split()).casefold())
+    if normalized.startswith("[gm]"):
+        return True
+    return re.sub(r"[\s_-]+", " ", normalized).strip() in GM_HEADING_NAMES
+
+
+def secret_section_tag_end(text: str, position: int) -> int | None:
+    """End offset of a Foundry secret `<section ...>` tag starting at `position`, or None.
+
+    The class attribute is read from both a quote-aware and a naive parse of the tag, so a
+    stray quote cannot hide the class from us.
+    """
+    ends: list[int] = []
+    for pattern in (_SECTION_TAG, _SECTION_TAG_UNQUOTED):
+        match = pattern.match(text, position)
+        if match and _has_secret_class(match.group()):
+            ends.append(match.end())
+    return max(ends) if ends else None
+
+
+def _has_secret_class(tag: str) -> bool:
+    return any(
+        "secret" in "".join(value for value in match.groups() if value).casefold()
+        for match in _CLASS_ATTRIBUTE.finditer(tag)
+    )
+
+
+def _indentation(line: str) -> tuple[int, str]:
+    stripped = line.lstrip(" \t")
+    prefix = line[: len(line) - len(stripped)]
+    return len(prefix.expandtabs(4)), stripped
+
+
+class _Scanner:
+    def __init__(self, text: str, stack: Sequence[Frame], options: ScanOptions) -> None:
+        self.text = text
+        self.stack = list(stack)
+        self.options = options
+        self.code_starts = [start for start, _ in options.code]
+        self.removed: list[tuple[int, int]] = []
+        self.region_start: int | None = None
+
+    def run(self, start: int) -> ScanResult:
+        text = self.text
+        if self.stack:
+            self.region_start = start
+        position = start
+        while position < len(text):
+            span_end = self._code_end(position)
+            if span_end is not None:
+                position = span_end
+                continue
+            if self._at_line_start(position):
+                after_line = self._line(position)
+                if after_line is not None:
+                    position = after_line
+                    if self._stopped():
+                        return self._result(stopped_at=position)
+                    continue
+            position = self._inline(position)
+            if self._stopped():
+                return self._result(stopped_at=position)
+        if self.stack and self.region_start is not None:
+            self.removed.append((self.region_start, len(text)))
+        return self._result()
+
+    def _result(self, stopped_at: int | None = None) -> ScanResult:
+        return ScanResult(removed=self.removed, stack=self.stack, stopped_at=stopped_at)
+
+    def _stopped(self) -> bool:
+        return self.options.stop_when_closed and not self.stack
+
+    # -- bookkeeping -------------------------------------------------------------------
+
+    def _code_end(self, position: int) -> int | None:
+        index = bisect_right(self.code_starts, position) - 1
+        if index >= 0:
+            start, end = self.options.code[index]
+            if start <= position < end:
+                return end
+        return None
+
+    def _at_line_start(self, position: int) -> bool:
+        if position == 0:
+            return self.options.line_start
+        return self.text[position - 1] == "\n"
+
+    def _line_end(self, position: int) -> int:
+        """Offset just past the end of the line holding `position` (its newline included)."""
+        newline = self.text.find("\n", position)
+        return len(self.text) if newline < 0 else newline + 1
+
+    def _push(self, frame: Frame, at: int) -> None:
+        if not self.stack:
+            self.region_start = at
+        self.stack.append(frame)
+
+    def _pop(self, at: int) -> None:
+        self.stack.pop()
+        if not self.stack and self.region_start is not None:
+            self.removed.append((self.region_start, at))
+            self.region_start = None
+
+    def _escaped(self, position: int) -> bool:
+        if not self.options.escapes:
+            return False
+        backslashes = 0
+        while position - backslashes - 1 >= 0 and self.text[position - backslashes - 1] == "\\":
+            backslashes += 1
+        return backslashes % 2 == 1
+
+    # -- whole lines -------------------------------------------------------------------
+
+    def _line(self, position: int) -> int | None:
+        """Handle a line that opens, closes or nests a line-based region.
+
+        Returns the offset after the line when the line was consumed, None when the line
+        has to be scanned for inline syntax instead.
+        """
+        after = self._line_end(position)
+        indent, stripped = _indentation(self.text[position:after].rstrip("\n"))
+        top = self.stack[-1] if self.stack else None
+        if top is None:
+            opener = GM_CONTAINER_OPENER.match(stripped)
+            if opener:
+                # The rest of the line is still scanned: a comment opened on it nests.
+                self._push(Frame(FrameKind.CONTAINER, len(opener.group(1))), position)
+            return None
+        if top.kind is FrameKind.FENCE:
+            marker = stripped.rstrip(" \t")
+            if indent <= 3 and len(marker) >= top.size and marker == top.fence_char * len(marker):
+                self._pop(after)
+            return after
+        if top.kind is FrameKind.CONTAINER:
+            closer = _CONTAINER_CLOSER.match(stripped)
+            if closer:
+                if indent <= 3 and len(closer.group(1)) >= top.size:
+                    self._pop(after)
+                return after
+            if self._open_fence(indent, stripped):
+                return after
+            nested = _NESTED_CONTAINER_OPENER.match(stripped)
+            if nested:
+                self.stack.append(Frame(FrameKind.CONTAINER, len(nested.group(1))))
+            return None
+        if top.kind is FrameKind.SECTION and self._open_fence(indent, stripped):
+            return after
+        return None
+
+    def _open_fence(self, indent: int, stripped: str) -> bool:
+        if not self.options.fences or indent > 3:
+            return False
+        fence = _FENCE_OPENER.match(stripped)
+        if not fence:
+            return False
+        marker = fence.group(1) or fence.group(2)
+        self.stack.append(Frame(FrameKind.FENCE, len(marker), marker[0]))
+        return True
+
+    # -- within a line -----------------------------------------------------------------
+
+    def _inline(self, position: int) -> int:
+        """Scan from `position` for inline openers and closers; return where to go on."""
+        top = self.stack[-1] if self.stack else None
+        if top is None:
+            return self._inline_public(position)
+        if top.kind is FrameKind.HTML_COMMENT:
+            return self._find_closer(position, "-->")
+        if top.kind is FrameKind.OBSIDIAN_COMMENT:
+            return self._find_closer(position, "%%")
+        if top.kind is FrameKind.SECTION:
+            return self._inline_section(position)
+        if top.kind is FrameKind.CONTAINER:
+            return self._inline_container(position)
+        return self._line_end(position)  # fence content: only its closing line matters
+
+    def _inline_public(self, position: int) -> int:
+        line_end = self._line_end(position)
+        for match in _TOP_LEVEL_OPENERS.finditer(self.text, position, line_end):
+            start = match.start()
+            span_end = self._code_end(start)
+            if span_end is not None:
+                return span_end
+            if match.group() == "%%":
+                self._push(Frame(FrameKind.OBSIDIAN_COMMENT), start)
+                return match.end()
+            if self._escaped(start):
+                continue
+            if match.group() == "<!--":
+                return self._open_html_comment(start)
+            tag_end = secret_section_tag_end(self.text, start)
+            if tag_end is not None:
+                self._push(Frame(FrameKind.SECTION, 1), start)
+                return tag_end
+        return line_end
+
+    def _open_html_comment(self, start: int) -> int:
+        # `<!-->` and `<!--->` are complete (empty) comments in HTML and CommonMark.
+        for empty in ("<!-->", "<!--->"):
+            if self.text.startswith(empty, start):
+                self._push(Frame(FrameKind.HTML_COMMENT), start)
+                self._pop(start + len(empty))
+                return start + len(empty)
+        self._push(Frame(FrameKind.HTML_COMMENT), start)
+        return start + len("<!--")
+
+    def _find_closer(self, position: int, closer: str) -> int:
+        while True:
+            found = self.text.find(closer, position)
+            if found < 0:
+                return len(self.text)
+            span_end = self._code_end(found)
+            if span_end is None:
+                self._pop(found + len(closer))
+                return found + len(closer)
+            position = span_end
+
+    def _inline_section(self, position: int) -> int:
+        # Raw lines stop at each line end so that fence lines get seen; elsewhere a
+        # `</section\n>` split over two lines must still be found.
+        limit = self._line_end(position) if self.options.fences else len(self.text)
+        for match in _SECTION_EVENTS.finditer(self.text, position, limit):
+            start = match.start()
+            span_end = self._code_end(start)
+            if span_end is not None:
+                return span_end
+            event = match.group().casefold()
+            if event == "<!--":
+                return self._open_html_comment(start)
+            if event == "%%":
+                self._push(Frame(FrameKind.OBSIDIAN_COMMENT), start)
+                return match.end()
+            top = self.stack[-1]
+            if event.startswith("</"):
+                if top.size <= 1:
+                    self._pop(match.end())
+                else:
+                    self.stack[-1] = replace(top, size=top.size - 1)
+            else:
+                self.stack[-1] = replace(top, size=top.size + 1)
+            return match.end()
+        return limit
+
+    def _inline_container(self, position: int) -> int:
+        line_end = self._line_end(position)
+        for match in _COMMENT_OPENERS.finditer(self.text, position, line_end):
+            start = match.start()
+            span_end = self._code_end(start)
+            if span_end is not None:
+                return span_end
+            if match.group() == "%%":
+                self._push(Frame(FrameKind.OBSIDIAN_COMMENT), start)
+                return match.end()
+            return self._open_html_comment(start)
+        return line_end

@@ -1,0 +1,372 @@
+"""markdown-it rules that take GM-only content out of the token stream (contract section 6).
+
+`gm_stripping_plugin` installs:
+
+* two block rules, ahead of every built-in one, that consume a `:::gm` container or a
+  Foundry `<section class="secret">` (blank lines included) without tokenizing what is
+  inside, so a link reference definition written there is never registered;
+* a core rule between "block" and "inline" that walks the block tokens in document order
+  with `engine.markdown_regions.scan`, cuts comments, sections and containers that start
+  or end inside a token, cuts sections under GM headings, drops emptied containers and
+  rebuilds `env["references"]` from the surviving definitions, all before any inline
+  token is parsed, so a public link can only resolve to a public definition;
+* a recording wrapper around the backtick rule, used to learn where the code spans of a
+  paragraph are (code is public: `%%` inside it opens nothing).
+"""
+
+from __future__ import annotations
+
+from bisect import bisect_right
+from dataclasses import dataclass, field
+from typing import Any
+
+from markdown_it import MarkdownIt
+from markdown_it.rules_block import StateBlock
+from markdown_it.rules_core import StateCore
+from markdown_it.rules_inline import StateInline, backtick
+from markdown_it.token import Token
+
+from engine.markdown_regions import (
+    GM_CONTAINER_OPENER,
+    Frame,
+    FrameKind,
+    ScanOptions,
+    is_gm_heading_text,
+    remove_ranges,
+    scan,
+    secret_section_tag_end,
+)
+
+# Token standing for a block the block rules consumed; `meta["stack"]` holds the regions
+# still open at its end (a container left unclosed inside a list item goes on after it).
+REMOVED_BLOCK = "gm_removed_block"
+_CODE_SPANS_ENV_KEY = "gm_code_spans"
+# Block rules that a GM container or secret section may interrupt, like a fence can.
+_INTERRUPTS = ["paragraph", "reference", "blockquote", "list"]
+
+
+def gm_stripping_plugin(md: MarkdownIt) -> None:
+    # Definitions become tokens with their positions instead of only entries in
+    # env["references"], so the core rule can tell which ones sit in removed parts.
+    md.options["inline_definitions"] = True
+    first_rule = md.block.ruler.get_all_rules()[0]
+    md.block.ruler.before(first_rule, "gm_container", _container_rule, {"alt": _INTERRUPTS})
+    md.block.ruler.before(first_rule, "gm_section", _section_rule, {"alt": _INTERRUPTS})
+    md.inline.ruler.at("backticks", _recording_backtick)
+    md.core.ruler.after("block", "gm_strip", _strip_rule)
+
+
+# -- block rules ---------------------------------------------------------------------------
+
+
+# A block rule reads this many lines first, then twice as many each time its regions are
+# still open, so a closed region costs about its own length, not the rest of the document.
+_FIRST_CHUNK_LINES = 32
+
+
+@dataclass(frozen=True, slots=True)
+class _BlockLines:
+    """Lines `first_line..end_line` as the current block sees them, as one string.
+
+    Each line keeps its indentation relative to the block (as spaces) and ends in "\\n";
+    `offsets[i]` is where line `first_line + i` begins in `text`, after `pads[i]` spaces.
+    """
+
+    first_line: int
+    text: str
+    offsets: list[int]
+    pads: list[int]
+
+    @classmethod
+    def read(cls, state: StateBlock, first_line: int, end_line: int) -> _BlockLines:
+        parts: list[str] = []
+        offsets: list[int] = []
+        pads: list[int] = []
+        position = 0
+        for line in range(first_line, end_line):
+            pad = max(state.sCount[line] - state.blkIndent, 0)
+            content = state.src[state.bMarks[line] + state.tShift[line] : state.eMarks[line]]
+            part = " " * pad + content + "\n"
+            parts.append(part)
+            offsets.append(position)
+            pads.append(pad)
+            position += len(part)
+        return cls(first_line, "".join(parts), offsets, pads)
+
+    @property
+    def end_line(self) -> int:
+        return self.first_line + len(self.offsets)
+
+    def index_of(self, position: int) -> int:
+        return bisect_right(self.offsets, position) - 1
+
+
+@dataclass(frozen=True, slots=True)
+class _BlockScan:
+    lines: _BlockLines  # the chunk where the scan ended
+    stack: list[Frame]  # regions still open at the end of the block
+    stopped_at: int | None  # offset in `lines.text` just past the closing sequence
+
+
+def _scan_block(state: StateBlock, lines: _BlockLines, stack: list[Frame], start: int, end_line: int) -> _BlockScan:
+    options = ScanOptions(fences=True, stop_when_closed=True)
+    while True:
+        result = scan(lines.text, stack, options, start=start)
+        if result.stopped_at is not None or lines.end_line >= end_line:
+            return _BlockScan(lines, result.stack, result.stopped_at)
+        stack, start = result.stack, 0
+        lines = _BlockLines.read(state, lines.end_line, min(end_line, lines.end_line + 2 * len(lines.offsets)))
+
+
+def _first_lines(state: StateBlock, start_line: int, end_line: int) -> _BlockLines:
+    return _BlockLines.read(state, start_line, min(end_line, start_line + _FIRST_CHUNK_LINES))
+
+
+def _push_removed_block(state: StateBlock, start_line: int, stack: list[Frame]) -> None:
+    token = state.push(REMOVED_BLOCK, "", 0)
+    token.map = [start_line, state.line]
+    token.meta = {"stack": stack}
+
+
+def _container_rule(state: StateBlock, start_line: int, end_line: int, silent: bool) -> bool:
+    if state.is_code_block(start_line):
+        return False
+    first = state.src[state.bMarks[start_line] + state.tShift[start_line] : state.eMarks[start_line]]
+    if not GM_CONTAINER_OPENER.match(first):
+        return False
+    if silent:
+        return True
+    # The scan starts at the opening line itself, so a comment opened on it nests.
+    result = _scan_block(state, _first_lines(state, start_line, end_line), [], 0, end_line)
+    if result.stopped_at is None:
+        # Unclosed here: it runs to the end of the document, beyond this block too.
+        state.line = end_line
+        _push_removed_block(state, start_line, result.stack)
+    else:
+        # A container always closes at the end of its closing line.
+        state.line = result.lines.first_line + result.lines.index_of(result.stopped_at - 1) + 1
+        _push_removed_block(state, start_line, [])
+    return True
+
+
+def _section_rule(state: StateBlock, start_line: int, end_line: int, silent: bool) -> bool:
+    if state.is_code_block(start_line):
+        return False
+    start = state.bMarks[start_line] + state.tShift[start_line]
+    if state.src[start : start + len("<section")].casefold() != "<section":
+        return False
+    lines = _first_lines(state, start_line, end_line)
+    tag_end = secret_section_tag_end(lines.text, lines.pads[0])
+    if tag_end is None:
+        return False
+    if silent:
+        return True
+    result = _scan_block(state, lines, [Frame(FrameKind.SECTION, 1)], tag_end, end_line)
+    if result.stopped_at is None:
+        state.line = end_line
+        _push_removed_block(state, start_line, result.stack)
+        return True
+    chunk, stopped_at = result.lines, result.stopped_at
+    index = chunk.index_of(stopped_at - 1)
+    close_line = chunk.first_line + index
+    line_end = chunk.offsets[index + 1] - 1 if index + 1 < len(chunk.offsets) else len(chunk.text) - 1
+    if not chunk.text[stopped_at:line_end].strip():
+        state.line = close_line + 1
+        _push_removed_block(state, start_line, [])
+        return True
+    if close_line == start_line:
+        # `<section class="secret">...</section> more` on one line: markdown-it makes it
+        # an HTML block and the core rule cuts the section out of it.
+        return False
+    # Text after `</section>` on its line is public: let markdown-it read it as if the
+    # line began there.
+    rest = state.bMarks[close_line] + state.tShift[close_line] + stopped_at - chunk.offsets[index] - chunk.pads[index]
+    remainder = state.src[rest : state.eMarks[close_line]]
+    state.bMarks[close_line] = rest
+    state.tShift[close_line] = len(remainder) - len(remainder.lstrip(" \t"))
+    state.sCount[close_line] = state.blkIndent
+    state.line = close_line
+    _push_removed_block(state, start_line, [])
+    return True
+
+
+# -- code spans ----------------------------------------------------------------------------
+
+
+@dataclass(slots=True)
+class _CodeSpanRecorder:
+    src: str
+    spans: set[tuple[int, int]] = field(default_factory=set)
+
+
+def _recording_backtick(state: StateInline, silent: bool) -> bool:
+    start = state.pos
+    token_count = len(state.tokens)
+    if not backtick(state, silent):
+        return False
+    recorder = state.env.get(_CODE_SPANS_ENV_KEY)
+    if (
+        isinstance(recorder, _CodeSpanRecorder)
+        and not silent
+        # Image descriptions are parsed as a separate string; their offsets would not be
+        # ours, so code spans there are not recorded (and their `%%` counts as an opener).
+        and state.src is recorder.src
+        and len(state.tokens) > token_count
+        and state.tokens[-1].type == "code_inline"
+    ):
+        recorder.spans.add((start, state.pos))
+    return True
+
+
+def _parse_inline(md: MarkdownIt, content: str, references: Any) -> tuple[list[Token], list[tuple[int, int]]]:
+    """Inline tokens of `content` and the offsets of its code spans."""
+    recorder = _CodeSpanRecorder(content)
+    tokens: list[Token] = []
+    md.inline.parse(content, md, {"references": references, _CODE_SPANS_ENV_KEY: recorder}, tokens)
+    return tokens, sorted(recorder.spans)
+
+
+def _plain_text(tokens: list[Token]) -> str:
+    parts: list[str] = []
+    for token in tokens:
+        if token.type in ("text", "text_special", "code_inline"):
+            parts.append(token.content)
+        elif token.type in ("softbreak", "hardbreak"):
+            parts.append(" ")
+        if token.children:
+            parts.append(_plain_text(token.children))
+    return "".join(parts)
+
+
+# -- the core rule -------------------------------------------------------------------------
+
+
+def _strip_rule(state: StateCore) -> None:
+    state.tokens[:] = _Stripper(state).run()
+
+
+class _Stripper:
+    """One document-order pass over the block tokens."""
+
+    def __init__(self, state: StateCore) -> None:
+        self.state = state
+        self.block_references = state.env.get("references", {})
+        self.source_lines = state.src.split("\n")
+        self.stack: list[Frame] = []
+        # Level of the GM heading whose section is being cut, if any.
+        self.cut_level: int | None = None
+
+    def run(self) -> list[Token]:
+        tokens = self.state.tokens
+        kept: list[Token] = []
+        references: dict[str, dict[str, Any]] = {}
+        for index, token in enumerate(tokens):
+            if not self._keep(token, tokens[index - 1] if index else None):
+                continue
+            if token.type == "definition":
+                # The first surviving definition of a label wins; mdformat writes the
+                # used ones itself, so the token does not stay in the stream.
+                meta = token.meta
+                references.setdefault(meta["id"], {"title": meta["title"], "href": meta["url"], "map": token.map})
+                continue
+            kept.append(token)
+        self.state.env["references"] = references
+        self.state.env.pop("duplicate_refs", None)
+        return _prune(kept)
+
+    @property
+    def _hidden(self) -> bool:
+        return bool(self.stack) or self.cut_level is not None
+
+    def _keep(self, token: Token, previous: Token | None) -> bool:
+        hidden = self._hidden
+        if token.type == REMOVED_BLOCK:
+            self.stack.extend(token.meta["stack"])
+            return False
+        if token.type == "heading_open":
+            level = int(token.tag[1:])
+            # A heading ends the cut only if it is really there, not inside a comment.
+            if self.cut_level is not None and not self.stack and level <= self.cut_level:
+                self.cut_level = None
+            return True
+        if token.type == "inline":
+            self._strip_inline(token, previous)
+            return True
+        if token.type == "html_block":
+            result = scan(token.content, self.stack, ScanOptions())
+            self.stack = result.stack
+            kept = remove_ranges(token.content, result.removed)
+            token.content = "" if self.cut_level is not None else kept
+            return bool(token.content.strip())
+        if token.type == "definition":
+            assert token.map is not None
+            source = "\n".join(self.source_lines[token.map[0] : token.map[1]])
+            result = scan(source, self.stack, ScanOptions())
+            self.stack = result.stack
+            return not (hidden or result.removed)
+        if token.nesting != 0:
+            return True  # structure; containers left empty are pruned afterwards
+        # Code blocks, fences, thematic breaks: opaque, kept or dropped whole.
+        return not hidden
+
+    def _strip_inline(self, token: Token, parent: Token | None) -> None:
+        is_heading = parent is not None and parent.type == "heading_open"
+        setext = is_heading and parent is not None and parent.markup in ("=", "-")
+        line_start = setext or (parent is not None and parent.type == "paragraph_open")
+        code: list[tuple[int, int]] = []
+        if "`" in token.content:
+            _, code = _parse_inline(self.state.md, token.content, self.block_references)
+        result = scan(
+            token.content,
+            self.stack,
+            ScanOptions(code=code, escapes=True, line_start=line_start),
+        )
+        self.stack = result.stack
+        kept = remove_ranges(token.content, result.removed).strip()
+        if self.cut_level is None and is_heading and parent is not None and self._is_gm_heading(kept):
+            self.cut_level = int(parent.tag[1:])
+        token.content = "" if self.cut_level is not None else kept
+
+    def _is_gm_heading(self, content: str) -> bool:
+        # `## **GM notes**` and `## \[GM\] plot` count as much as `## GM notes`.
+        if is_gm_heading_text(content):
+            return True
+        children, _ = _parse_inline(self.state.md, content, self.block_references)
+        return is_gm_heading_text(_plain_text(children))
+
+
+def _prune(tokens: list[Token]) -> list[Token]:
+    """Drop the containers the removal left empty, keeping open/close tokens balanced.
+
+    Table cells are never dropped alone (a row keeps its shape): a body row whose cells
+    are all empty goes, and a table with neither body nor header text goes.
+    """
+    out: list[Token] = []
+    opened: list[int] = []
+    for token in tokens:
+        if token.nesting == 1:
+            opened.append(len(out))
+            out.append(token)
+        elif token.nesting == -1:
+            start = opened.pop()
+            parent = out[opened[-1]].type if opened else ""
+            if _is_empty(out[start].type, parent, out[start + 1 :]):
+                del out[start:]
+            else:
+                out.append(token)
+        else:
+            out.append(token)
+    return out
+
+
+def _is_empty(kind: str, parent: str, inner: list[Token]) -> bool:
+    def no_text() -> bool:
+        return all(not token.content.strip() for token in inner if token.type == "inline")
+
+    if kind in ("th_open", "td_open", "thead_open"):
+        return False
+    if kind == "tr_open":
+        return parent == "tbody_open" and no_text()
+    if kind == "table_open":
+        return not any(token.type == "tbody_open" for token in inner) and no_text()
+    return all(token.type == "inline" and not token.content.strip() for token in inner)
