@@ -13,6 +13,7 @@ class ErrorCode(StrEnum):
     RATE_LIMITED = "RATE_LIMITED"
     FETCH_FAILED = "FETCH_FAILED"
     UNAVAILABLE = "UNAVAILABLE"
+    INVALID_EXPORT = "INVALID_EXPORT"
 
 
 class DomainError(Exception):
@@ -52,3 +53,12 @@ class ServiceUnavailable(DomainError):
 
 class RateLimited(DomainError):
     code = ErrorCode.RATE_LIMITED
+
+
+class InvalidExport(DomainError):
+    """A campaign export that cannot be imported: malformed JSON or an invalid record.
+
+    The message names the array, the index, the record id when known and the field.
+    """
+
+    code = ErrorCode.INVALID_EXPORT

@@ -38,6 +38,9 @@ class Settings(BaseSettings):
     trusted_proxies: Annotated[list[IPv4Network | IPv6Network], NoDecode] = Field(
         default_factory=list
     )
+    # Browser origins allowed to read responses (CORS), comma-separated. Empty: no CORS
+    # headers at all, so browsers keep other sites' scripts from reading the API.
+    cors_origins: Annotated[list[str], NoDecode] = Field(default_factory=list)
     graphiql: bool = True
     # Internal tools may want introspection; public exposure of the schema is a choice.
     graphql_introspection: bool = True
@@ -58,6 +61,9 @@ class Settings(BaseSettings):
     key_cache_stale_s: float = Field(default=300.0, ge=0)
 
     log_level: str = "INFO"
+    # GET /metrics (Prometheus text). Off by default: it reveals traffic and routes, so
+    # when on, keep it reachable only from the monitoring network, never the public.
+    metrics_enabled: bool = False
 
     @field_validator("database_url")
     @classmethod
@@ -69,6 +75,13 @@ class Settings(BaseSettings):
     def _split_proxies(cls, value: object) -> object:
         if isinstance(value, str):
             return [ip_network(part.strip(), strict=False) for part in value.split(",") if part.strip()]
+        return value
+
+    @field_validator("cors_origins", mode="before")
+    @classmethod
+    def _split_origins(cls, value: object) -> object:
+        if isinstance(value, str):
+            return [part.strip() for part in value.split(",") if part.strip()]
         return value
 
     @property

@@ -1,0 +1,379 @@
+"""The campaign export importer, on SQLite and PostgreSQL.
+
+Exports are written to files as JSON. Ids in them start with "@", replaced by a prefix
+unique to the test, so no test depends on what another left in the shared database.
+"""
+
+from __future__ import annotations
+
+import json
+from datetime import UTC, datetime
+from importlib import resources
+from pathlib import Path
+from typing import Any
+
+import pytest
+from sqlalchemy import func, select
+from sqlalchemy.ext.asyncio import AsyncSession
+
+from engine.errors import InvalidExport
+from engine.importer import BATCH_SIZE, ImportSummary, RecordCounts, import_campaign_export
+from engine.tables import Campaign, Character, Faction, Item, Location, Session, User
+from tests.factories import unique_id
+
+ALL_TABLES: tuple[Any, ...] = (User, Campaign, Session, Location, Character, Faction, Item)
+DEMO_EXPORT = resources.files("engine") / "demo" / "campaign.json"
+DROP = object()  # a field value meaning "leave the field out"
+
+
+def _record(defaults: dict[str, Any], fields: dict[str, Any]) -> dict[str, Any]:
+    return {name: value for name, value in {**defaults, **fields}.items() if value is not DROP}
+
+
+def user(user_id: str = "@u", **fields: Any) -> dict[str, Any]:
+    return _record({"id": user_id, "name": "Mara"}, fields)
+
+
+def campaign(campaign_id: str = "@c", **fields: Any) -> dict[str, Any]:
+    return _record({"id": campaign_id, "name": "Ashfall", "owner_id": "@u"}, fields)
+
+
+def session(session_id: str = "@s1", **fields: Any) -> dict[str, Any]:
+    defaults = {
+        "id": session_id,
+        "campaign_id": "@c",
+        "title": "Smoke on the Ridge",
+        "status": "completed",
+        "session_type": "audio",
+        "visibility": "public",
+    }
+    return _record(defaults, fields)
+
+
+def entity(entity_id: str = "@l1", **fields: Any) -> dict[str, Any]:
+    return _record({"id": entity_id, "campaign_id": "@c", "name": "Emberhold", "type": "settlement"}, fields)
+
+
+def base_export(**arrays: list[Any]) -> dict[str, list[Any]]:
+    """A valid export (one user, campaign, session, location) with `arrays` replaced."""
+    export: dict[str, list[Any]] = {
+        "users": [user()],
+        "campaigns": [campaign()],
+        "sessions": [session()],
+        "locations": [entity()],
+    }
+    return {**export, **arrays}
+
+
+class ExportFiles:
+    """Writes exports into tmp_path, turning "@" into this test's id prefix."""
+
+    def __init__(self, directory: Path) -> None:
+        self.directory = directory
+        self.prefix = unique_id("imp") + "-"
+
+    def ids(self, text: str) -> str:
+        return text.replace("@", self.prefix)
+
+    def write(self, export: dict[str, Any] | str, name: str = "export.json") -> Path:
+        text = export if isinstance(export, str) else json.dumps(export)
+        path = self.directory / name
+        path.write_text(self.ids(text), encoding="utf-8")
+        return path
+
+
+@pytest.fixture
+def files(tmp_path: Path) -> ExportFiles:
+    return ExportFiles(tmp_path)
+
+
+async def row_counts(db: AsyncSession) -> dict[str, int]:
+    return {table.__tablename__: await db.scalar(select(func.count()).select_from(table)) for table in ALL_TABLES}
+
+
+async def fetch(db: AsyncSession, table: Any, record_id: str) -> Any:
+    # populate_existing: rows change under the identity map through the importer's Core upserts.
+    statement = select(table).where(table.id == record_id).execution_options(populate_existing=True)
+    return (await db.execute(statement)).scalar_one()
+
+
+def counts(summary: ImportSummary) -> dict[str, tuple[int, int]]:
+    return {array: (c.created, c.updated) for array, c in summary.counts.items() if c.created or c.updated}
+
+
+class TestImport:
+    async def test_counts_and_values(self, db: AsyncSession, files: ExportFiles) -> None:
+        export = base_export(
+            sessions=[
+                session(
+                    "@s1",
+                    recording_date="2024-05-01T21:00:00+02:00",
+                    created_at="2024-05-02T08:00:00Z",
+                    updated_at=None,
+                    summary="# Recap",
+                ),
+                session("@s2", visibility="private", status="weird-status", session_type="text_doc"),
+            ],
+            locations=[entity("@l1", sort_order=None, icon="🏰")],
+            characters=[entity("@ch", name="Tamsin", type="pc", hidden_from_wiki=True, sort_order=-3)],
+            factions=[entity("@f", name="Compact", type="guild")],
+            items=[entity("@i", name="Ember Key", type="key", image_url="https://example.com/key.png")],
+        )
+        summary = await import_campaign_export(db, source=files.write(export))
+
+        assert counts(summary) == {
+            "users": (1, 0),
+            "campaigns": (1, 0),
+            "sessions": (2, 0),
+            "locations": (1, 0),
+            "characters": (1, 0),
+            "factions": (1, 0),
+            "items": (1, 0),
+        }
+        assert summary.total == 8
+        first = await fetch(db, Session, files.ids("@s1"))
+        assert first.recording_date == datetime(2024, 5, 1, 19, tzinfo=UTC)
+        assert first.recording_date.utcoffset().total_seconds() == 0
+        assert first.created_at == datetime(2024, 5, 2, 8, tzinfo=UTC)
+        assert (first.updated_at, first.summary, first.campaign_id) == (None, "# Recap", files.ids("@c"))
+        second = await fetch(db, Session, files.ids("@s2"))
+        assert (second.visibility, second.status, second.session_type) == ("private", "weird-status", "text_doc")
+        assert (second.recording_date, second.summary) == (None, None)
+        location = await fetch(db, Location, files.ids("@l1"))
+        assert (location.hidden_from_wiki, location.sort_order, location.parent_id, location.icon) == (
+            False,
+            None,
+            None,
+            "🏰",
+        )
+        character = await fetch(db, Character, files.ids("@ch"))
+        assert (character.hidden_from_wiki, character.sort_order, character.type) == (True, -3, "pc")
+        item = await fetch(db, Item, files.ids("@i"))
+        assert item.image_url == "https://example.com/key.png"
+        owner = await fetch(db, Campaign, files.ids("@c"))
+        assert owner.owner_id == files.ids("@u")
+
+    async def test_reimport_updates_by_id(self, db: AsyncSession, files: ExportFiles) -> None:
+        dated = session(recording_date="2024-05-01T19:00:00+00:00")
+        await import_campaign_export(db, source=files.write(base_export(sessions=[dated])))
+        renamed = session(title="Smoke, revised", recording_date=None)
+        export = base_export(sessions=[renamed, session("@s2")], locations=[entity(name="Emberhold (ruined)")])
+
+        summary = await import_campaign_export(db, source=files.write(export))
+
+        assert counts(summary) == {
+            "users": (0, 1),
+            "campaigns": (0, 1),
+            "sessions": (1, 1),
+            "locations": (0, 1),
+        }
+        stored = await fetch(db, Session, files.ids("@s1"))
+        # An explicit null replaces the stored timestamp: the export is the new truth.
+        assert (stored.title, stored.recording_date) == ("Smoke, revised", None)
+        assert (await fetch(db, Location, files.ids("@l1"))).name == "Emberhold (ruined)"
+
+    async def test_arrays_in_any_order(self, db: AsyncSession, files: ExportFiles) -> None:
+        export = {
+            "items": [entity("@i")],
+            "sessions": [session()],
+            "locations": [entity()],
+            "campaigns": [campaign()],
+            "users": [user()],
+        }
+        summary = await import_campaign_export(db, source=files.write(export))
+        assert counts(summary) == {
+            "users": (1, 0),
+            "campaigns": (1, 0),
+            "sessions": (1, 0),
+            "locations": (1, 0),
+            "items": (1, 0),
+        }
+
+    async def test_campaign_without_owner(self, db: AsyncSession, files: ExportFiles) -> None:
+        export = {"campaigns": [campaign(owner_id=None)], "sessions": [session()]}
+        await import_campaign_export(db, source=files.write(export))
+        assert (await fetch(db, Campaign, files.ids("@c"))).owner_id is None
+
+    async def test_parent_listed_later(self, db: AsyncSession, files: ExportFiles) -> None:
+        child = entity("@child", name="Antechamber", parent_id="@vault")
+        parent = entity("@vault", name="Ninth Vault", hidden_from_wiki=True, parent_id="@l1")
+        export = base_export(locations=[child, parent, entity()])
+        await import_campaign_export(db, source=files.write(export))
+        assert (await fetch(db, Location, files.ids("@child"))).parent_id == files.ids("@vault")
+        assert (await fetch(db, Location, files.ids("@vault"))).parent_id == files.ids("@l1")
+
+    async def test_parent_already_stored(self, db: AsyncSession, files: ExportFiles) -> None:
+        await import_campaign_export(db, source=files.write(base_export(), "first.json"))
+        later = {"locations": [entity("@child", parent_id="@l1")]}
+        summary = await import_campaign_export(db, source=files.write(later, "later.json"))
+        assert counts(summary) == {"locations": (1, 0)}
+
+    async def test_batches_and_progress(self, db: AsyncSession, files: ExportFiles) -> None:
+        many = [session(f"@s{n}", summary="x" * 100) for n in range(BATCH_SIZE * 2 + 34)]
+        reported: list[int] = []
+        summary = await import_campaign_export(
+            db, source=files.write(base_export(sessions=many)), progress=reported.append
+        )
+        assert summary.counts["sessions"] == RecordCounts(created=len(many), updated=0)
+        assert reported == sorted(reported) and reported[-1] == summary.total == len(many) + 3
+        assert await db.scalar(select(func.count()).where(Session.id.startswith(files.prefix))) == len(many)
+
+    async def test_bundled_demo_imports_cleanly(self, db: AsyncSession) -> None:
+        with resources.as_file(DEMO_EXPORT) as source:
+            demo = json.loads(source.read_text(encoding="utf-8"))
+            summary = await import_campaign_export(db, source=source)
+        for array, records in demo.items():
+            assert summary.counts[array].created + summary.counts[array].updated == len(records)
+        vault = await fetch(db, Location, "ash-l-ninth-vault")
+        antechamber = await fetch(db, Location, "ash-l-antechamber")
+        assert (vault.hidden_from_wiki, antechamber.hidden_from_wiki, antechamber.parent_id) == (
+            True,
+            False,
+            "ash-l-ninth-vault",
+        )
+
+
+# (export, expected message): the message names the array, index, id and field.
+BAD_EXPORTS: dict[str, tuple[dict[str, Any], str]] = {
+    "missing required field": (
+        base_export(sessions=[session(), session("@bad", title=DROP)]),
+        'sessions[1] (id "@bad"): title: required field is missing',
+    ),
+    "bad timestamp": (
+        base_export(sessions=[session(), session("@bad", recording_date="last Tuesday")]),
+        "sessions[1] (id \"@bad\"): recording_date: not an ISO 8601 timestamp: 'last Tuesday'",
+    ),
+    "naive timestamp": (
+        base_export(sessions=[session(), session("@bad", created_at="2024-05-01T19:00:00")]),
+        'sessions[1] (id "@bad"): created_at: timestamp must include a UTC offset',
+    ),
+    "number as timestamp": (
+        base_export(sessions=[session(), session("@bad", updated_at=1714590000)]),
+        'sessions[1] (id "@bad"): updated_at: timestamp must be an ISO 8601 string or null',
+    ),
+    "unknown campaign": (
+        base_export(sessions=[session(), session("@bad", campaign_id="@nope")]),
+        'sessions[1] (id "@bad"): campaign_id: unknown campaign "@nope"',
+    ),
+    "title is a number": (
+        base_export(sessions=[session(), session("@bad", title=5)]),
+        'sessions[1] (id "@bad"): title: Input should be a valid string',
+    ),
+    "sort_order is a string": (
+        base_export(locations=[entity(), entity("@bad", sort_order="x")]),
+        'locations[1] (id "@bad"): sort_order: Input should be a valid integer',
+    ),
+    "sort_order is a bool": (
+        base_export(locations=[entity(), entity("@bad", sort_order=True)]),
+        'locations[1] (id "@bad"): sort_order: Input should be a valid integer',
+    ),
+    "sort_order is a fraction": (
+        base_export(locations=[entity(), entity("@bad", sort_order=1.5)]),
+        'locations[1] (id "@bad"): sort_order: Input should be a valid integer',
+    ),
+    "hidden_from_wiki is a string": (
+        base_export(locations=[entity(), entity("@bad", hidden_from_wiki="yes")]),
+        'locations[1] (id "@bad"): hidden_from_wiki: Input should be a valid boolean',
+    ),
+    "bad visibility": (
+        base_export(sessions=[session(), session("@bad", visibility="friends")]),
+        "sessions[1] (id \"@bad\"): visibility: Input should be 'public' or 'private'",
+    ),
+    "unknown parent": (
+        base_export(locations=[entity(), entity("@bad", parent_id="@nowhere")]),
+        'locations[1] (id "@bad"): parent_id: unknown location "@nowhere"',
+    ),
+    "parent in another campaign": (
+        base_export(
+            campaigns=[campaign(), campaign("@c2")],
+            locations=[entity("@l2", campaign_id="@c2"), entity("@bad", parent_id="@l2")],
+        ),
+        'locations[1] (id "@bad"): parent_id: location "@l2" belongs to another campaign',
+    ),
+    "own parent": (
+        base_export(locations=[entity(), entity("@bad", parent_id="@bad")]),
+        'locations[1] (id "@bad"): parent_id: a location cannot be its own parent',
+    ),
+    "unknown field": (
+        base_export(sessions=[session(), session("@bad", colour="red")]),
+        'sessions[1] (id "@bad"): colour: unknown field',
+    ),
+    "parent_id on a character": (
+        base_export(characters=[entity("@bad", parent_id="@l1")]),
+        'characters[0] (id "@bad"): parent_id: unknown field',
+    ),
+    "empty id": (
+        base_export(sessions=[session(), session("")]),
+        "sessions[1]: id: String should have at least 1 character",
+    ),
+    "id too long": (
+        base_export(users=[user(), user("x" * 65)]),
+        'users[1] (id "' + "x" * 65 + '"): id: String should have at most 64 characters',
+    ),
+    "id missing": (
+        base_export(users=[user(), user(DROP)]),
+        "users[1]: id: required field is missing",
+    ),
+    "duplicate id": (
+        base_export(sessions=[session(), session("@s1")]),
+        'sessions[1] (id "@s1"): id: already used by sessions[0]',
+    ),
+    "unknown owner": (
+        base_export(campaigns=[campaign(), campaign("@bad", owner_id="@ghost")]),
+        'campaigns[1] (id "@bad"): owner_id: unknown user "@ghost"',
+    ),
+    "record is not an object": (
+        base_export(sessions=[session(), "oops"]),
+        "sessions[1]: a record must be a JSON object",
+    ),
+    "array is not an array": (
+        {**base_export(), "items": {"id": "@i"}},
+        "items: must be an array",
+    ),
+    "unknown top-level key": (
+        {**base_export(), "sesions": []},
+        'unknown top-level key "sesions"',
+    ),
+}
+
+
+class TestInvalidExport:
+    @pytest.mark.parametrize(("export", "message"), BAD_EXPORTS.values(), ids=BAD_EXPORTS.keys())
+    async def test_names_record_and_field_and_writes_nothing(
+        self, db: AsyncSession, files: ExportFiles, export: dict[str, Any], message: str
+    ) -> None:
+        before = await row_counts(db)
+        with pytest.raises(InvalidExport) as caught:
+            async with db.begin_nested():
+                await import_campaign_export(db, source=files.write(export))
+        assert files.ids(message) in str(caught.value)
+        assert await row_counts(db) == before
+
+    async def test_failure_after_flushed_batches_writes_nothing(self, db: AsyncSession, files: ExportFiles) -> None:
+        many = [session(f"@s{n}") for n in range(BATCH_SIZE * 2)]
+        export = base_export(sessions=[*many, session("@bad", visibility="everyone")])
+        before = await row_counts(db)
+        with pytest.raises(InvalidExport, match=rf"sessions\[{len(many)}\] .*visibility"):
+            async with db.begin_nested():
+                await import_campaign_export(db, source=files.write(export))
+        assert await row_counts(db) == before
+
+    @pytest.mark.parametrize(
+        ("text", "message"),
+        [
+            ('{"users": [\n  {"id": "@u"},\n  {"id": oops}\n]}', "malformed JSON at line 3, column 10"),
+            ('{"users": [{"id": "@u"}', "malformed JSON at the end of the file"),
+            ('{"users": []} trailing', "malformed JSON at line 1, column "),
+            ("", "malformed JSON at the end of the file (byte 0)"),
+            ('[{"id": "@u"}]', "a campaign export must be a JSON object"),
+        ],
+    )
+    async def test_malformed_json_gives_position(
+        self, db: AsyncSession, files: ExportFiles, text: str, message: str
+    ) -> None:
+        before = await row_counts(db)
+        with pytest.raises(InvalidExport) as caught:
+            async with db.begin_nested():
+                await import_campaign_export(db, source=files.write(text))
+        assert str(caught.value).startswith(files.ids(message))
+        assert await row_counts(db) == before
