@@ -206,6 +206,9 @@ def _run_server(settings: Settings, *, host: str, port: int, workers: int) -> in
         # The app takes the client IP from the socket and trusts X-Forwarded-For only from
         # TRUSTED_PROXIES; uvicorn rewriting the peer first would bypass that.
         proxy_headers=False,
+        # The app writes one JSON access line per request (with the route template and key
+        # id); uvicorn's own line would repeat it in plain text with the raw query string.
+        access_log=False,
         log_level=settings.log_level.lower(),
     )
     return EXIT_OK

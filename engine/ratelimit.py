@@ -84,7 +84,9 @@ class _Counters(ABC):
     """Storage of the counters: the two stages and the failed-authentication count."""
 
     @abstractmethod
-    async def client_stage(self, ip: RateLimitItem, failed: RateLimitItem, identity: str) -> tuple[Count, Count]:
+    async def client_stage(
+        self, ip: RateLimitItem, ip_id: str, failed: RateLimitItem, failed_id: str
+    ) -> tuple[Count, Count]:
         ...
 
     @abstractmethod
@@ -139,10 +141,12 @@ class _RedisCounters(_Counters):
         except (redis.RedisError, OSError, TimeoutError) as exc:
             raise _unavailable() from exc
 
-    async def client_stage(self, ip: RateLimitItem, failed: RateLimitItem, identity: str) -> tuple[Count, Count]:
+    async def client_stage(
+        self, ip: RateLimitItem, ip_id: str, failed: RateLimitItem, failed_id: str
+    ) -> tuple[Count, Count]:
         now = time.time()
         ip_count, ip_ttl, failed_count, failed_ttl = await self._run(
-            self._client_stage, [self._key(ip, identity), self._key(failed, identity)], [ip.get_expiry()]
+            self._client_stage, [self._key(ip, ip_id), self._key(failed, failed_id)], [ip.get_expiry()]
         )
         return Count(ip_count, _reset_at(ip_ttl, ip, now)), Count(failed_count, _reset_at(failed_ttl, failed, now))
 
@@ -192,8 +196,10 @@ class _MemoryCounters(_Counters):
         value = await self.storage.get(key)
         return Count(value, await self.storage.get_expiry(key) if value else time.time() + item.get_expiry())
 
-    async def client_stage(self, ip: RateLimitItem, failed: RateLimitItem, identity: str) -> tuple[Count, Count]:
-        return await self._hit(ip, identity), await self._peek(failed, identity)
+    async def client_stage(
+        self, ip: RateLimitItem, ip_id: str, failed: RateLimitItem, failed_id: str
+    ) -> tuple[Count, Count]:
+        return await self._hit(ip, ip_id), await self._peek(failed, failed_id)
 
     async def key_stage(
         self, key: RateLimitItem, key_id: str, owner: RateLimitItem, owner_id: str
@@ -213,6 +219,12 @@ class _MemoryCounters(_Counters):
 def _unavailable() -> ServiceUnavailable:
     RATE_LIMIT_STORAGE_ERRORS.inc()
     return ServiceUnavailable("rate limit storage unreachable")
+
+
+def _for(limit: str, identity: str) -> str:
+    """The counter identity of one limit: the IP and failed-auth limits both count per
+    IP, and two limits configured with the same rate must still not share a counter."""
+    return f"{limit}/{identity}"
 
 
 def _window(item: RateLimitItem, count: Count) -> RateWindow:
@@ -240,7 +252,9 @@ class RateLimits:
     async def admit_client(self, ip: str) -> None:
         """Steps 1 and 2: count the IP; reject it when over its limit or when blocked for
         failed authentications (checked before the key, so a good key does not help)."""
-        ip_count, failed_count = await self._counters.client_stage(self.ip, self.failed_auth, ip)
+        ip_count, failed_count = await self._counters.client_stage(
+            self.ip, _for("ip", ip), self.failed_auth, _for("failed_auth", ip)
+        )
         if ip_count.value > self.ip.amount:
             raise _reject("ip", self.ip, ip_count)
         if failed_count.value >= self.failed_auth.amount:
@@ -248,12 +262,14 @@ class RateLimits:
 
     async def record_failed_auth(self, ip: str) -> None:
         """Step 3's failure: one more failed authentication for the IP."""
-        await self._counters.add(self.failed_auth, ip)
+        await self._counters.add(self.failed_auth, _for("failed_auth", ip))
 
     async def admit_key(self, *, key_id: str, owner_id: str) -> RateWindow:
         """Steps 4 and 5: count the key, then its owner. The key's window is returned for
         the headers of every handled response."""
-        key_count, owner_count = await self._counters.key_stage(self.key, key_id, self.owner, owner_id)
+        key_count, owner_count = await self._counters.key_stage(
+            self.key, _for("key", key_id), self.owner, _for("owner", owner_id)
+        )
         if key_count.value > self.key.amount:
             raise _reject("key", self.key, key_count)
         if owner_count is not None and owner_count.value > self.owner.amount:

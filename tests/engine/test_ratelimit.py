@@ -70,6 +70,20 @@ class TestClientStage:
         # The window of the failed-auth limit is ten minutes long.
         assert 540 < rejected.value.window.reset_at - time.time() <= 601
 
+    async def test_equal_rates_do_not_share_a_counter(self) -> None:
+        # The IP and failed-auth limits both count per IP; configured alike, they must
+        # still count apart: good requests are not failed authentications.
+        settings = Settings(  # type: ignore[call-arg]
+            _env_file=None, rate_limit_ip="3 per minute", rate_limit_failed_auth="3 per minute"
+        )
+        limits = RateLimits(settings)
+        ip = identity()
+        for _ in range(3):
+            await limits.admit_client(ip)
+        with pytest.raises(RateLimitExceeded) as rejected:
+            await limits.admit_client(ip)
+        assert rejected.value.limit == "ip"
+
     async def test_other_ips_are_not_affected(self, limits: RateLimits) -> None:
         blocked, other = identity(), identity()
         await outcomes_of(6, lambda: limits.admit_client(blocked))
