@@ -27,6 +27,7 @@ from strawberry.extensions import DisableIntrospection, ParserCache, SchemaExten
 from strawberry.types import ExecutionContext
 
 from graphql_schema.errors import PublicErrors, domain_error_of, logger
+from graphql_schema.execution import FlatListExecutor
 from graphql_schema.metrics import OperationMetrics
 from graphql_schema.query import Query
 
@@ -152,4 +153,8 @@ def build_schema(*, introspection: bool = True) -> CampaignSchema:
     ]
     if not introspection:
         extensions += [DisableIntrospection, HideSuggestions]
-    return CampaignSchema(query=Query, extensions=extensions)  # type: ignore[arg-type]
+    return CampaignSchema(
+        query=Query,
+        extensions=extensions,  # type: ignore[arg-type]
+        execution_context_class=FlatListExecutor,
+    )

@@ -12,6 +12,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+import strawberry
 from sqlalchemy import event
 from sqlalchemy.ext.asyncio import AsyncSession
 from strawberry.types import ExecutionResult
@@ -22,6 +23,8 @@ from engine.records import CampaignScope
 from engine.settings import Settings
 from engine.tables import Character, Faction, Item, Location, WikiEntityColumns
 from graphql_schema.context import CampaignContext
+from graphql_schema.execution import FlatListExecutor
+from graphql_schema.query import Query
 from graphql_schema.schema import MAX_ALIASES, MAX_DEPTH, build_schema
 from tests.factories import add_campaign, add_entity, add_session, at
 
@@ -878,3 +881,27 @@ class TestLayering:
         loaded = top_level_modules_after_importing("graphql_schema")
         assert "strawberry" in loaded
         assert loaded & {"fastapi", "starlette", "rest"} == set()
+
+
+class TestFlatListExecution:
+    """Lists of plain objects take the executor's one-pass completion; results must be
+    exactly what graphql-core's own completion gives."""
+
+    async def test_flat_list_matches_field_by_field_completion(self, db: AsyncSession) -> None:
+        campaign = await add_campaign(db)
+        for day in (1, 2, 3):
+            await add_session(db, campaign_id=campaign.id, recording_date=at(day=day), title=f"Day {day}")
+        await add_session(db, campaign_id=campaign.id, title="Undated", created_at=at(day=9))
+        query = """{ sessions(limit: 10) { data { __typename id title recordingDate createdAt
+                     visibility kind: sessionType } pagination { hasMore } } }"""
+        context = CampaignContext(db=db, scope=CampaignScope(campaign_id=campaign.id))
+        fast = await schema.execute(query, context_value=context)
+        plain = await strawberry.Schema(query=Query).execute(query, context_value=context)
+        assert isinstance(schema.execution_context_class, type)
+        assert issubclass(schema.execution_context_class, FlatListExecutor)
+        assert fast.errors is None and plain.errors is None
+        assert fast.data == plain.data
+        assert fast.data is not None
+        rows = fast.data["sessions"]["data"]
+        assert [row["title"] for row in rows] == ["Day 3", "Day 2", "Day 1", "Undated"]
+        assert rows[0]["__typename"] == "Session" and rows[-1]["recordingDate"] is None

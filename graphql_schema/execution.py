@@ -1,0 +1,123 @@
+"""A faster completion of lists of flat objects, for the REST lists above all.
+
+graphql-core completes every field of every list item on its own: resolve info, resolver
+call, value completion, path bookkeeping. For a page of 100 rows of nine plain columns
+that is most of a request's CPU. When every field selected on a list's items is a plain
+attribute of a leaf type (no resolver, no arguments, scalars or enums, `__typename`),
+the result is the same as reading each attribute and serializing it, which is what this
+executor does in one loop. Anything else (a resolver, a nested object, `@defer`, a null
+in a non-null field, a value that fails to serialize) takes graphql-core's own path, so
+results and errors are unchanged.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+from graphql import (
+    GraphQLList,
+    GraphQLNonNull,
+    GraphQLObjectType,
+    GraphQLOutputType,
+    get_nullable_type,
+    is_leaf_type,
+)
+from strawberry.schema.schema import StrawberryGraphQLCoreExecutionContext
+from strawberry.schema.schema_converter import GraphQLCoreConverter
+
+_TYPENAME = "__typename"
+
+
+@dataclass(frozen=True, slots=True)
+class _FlatField:
+    response_key: str
+    attribute: str | None  # None: __typename
+    serialize: Callable[[Any], Any]
+    nullable: bool
+
+
+class _Fallback(Exception):
+    """The fast path cannot produce graphql-core's exact result: take the normal one."""
+
+
+def _flat_field(object_type: GraphQLObjectType, response_key: str, name: str) -> _FlatField | None:
+    if name == _TYPENAME:
+        type_name = object_type.name
+        return _FlatField(response_key, None, lambda _value: type_name, nullable=False)
+    field = object_type.fields.get(name)
+    # Strawberry marks the resolver of a field that only reads an attribute.
+    if field is None or field.args or not getattr(field.resolve, "_is_default", False):
+        return None
+    leaf = get_nullable_type(field.type)
+    if not is_leaf_type(leaf):
+        return None
+    definition = field.extensions.get(GraphQLCoreConverter.DEFINITION_BACKREF)
+    if definition is None:
+        return None
+    return _FlatField(
+        response_key,
+        definition.python_name,
+        leaf.serialize,  # type: ignore[union-attr]
+        nullable=not isinstance(field.type, GraphQLNonNull),
+    )
+
+
+def _complete(plan: list[_FlatField], items: list[Any], *, items_nullable: bool) -> list[Any]:
+    completed: list[Any] = []
+    for item in items:
+        if item is None:
+            if not items_nullable:
+                raise _Fallback
+            completed.append(None)
+            continue
+        row: dict[str, Any] = {}
+        for field in plan:
+            value = item if field.attribute is None else getattr(item, field.attribute)
+            if value is None:
+                if not field.nullable:
+                    raise _Fallback
+                row[field.response_key] = None
+            else:
+                try:
+                    row[field.response_key] = field.serialize(value)
+                except Exception as exc:  # graphql-core reports it with the field's path
+                    raise _Fallback from exc
+        completed.append(row)
+    return completed
+
+
+class FlatListExecutor(StrawberryGraphQLCoreExecutionContext):
+    def _flat_plan(self, item_type: GraphQLOutputType, field_details_list: Any) -> list[_FlatField] | None:
+        object_type = get_nullable_type(item_type)
+        if not isinstance(object_type, GraphQLObjectType) or object_type.is_type_of is not None:
+            return None
+        collected = self.collect_subfields(object_type, field_details_list)
+        if collected.new_defer_usages:
+            return None
+        plan: list[_FlatField] = []
+        for response_key, details in collected.grouped_field_set.items():
+            field = _flat_field(object_type, response_key, details[0].node.name.value)
+            if field is None:
+                return None
+            plan.append(field)
+        return plan
+
+    def complete_list_value(
+        self,
+        return_type: GraphQLList[GraphQLOutputType],
+        field_details_list: Any,
+        info: Any,
+        path: Any,
+        result: Any,
+        position_context: Any,
+    ) -> Any:
+        if isinstance(result, list):
+            plan = self._flat_plan(return_type.of_type, field_details_list)
+            if plan is not None:
+                try:
+                    return _complete(plan, result, items_nullable=not isinstance(return_type.of_type, GraphQLNonNull))
+                except _Fallback:
+                    pass
+        return super().complete_list_value(return_type, field_details_list, info, path, result, position_context)
