@@ -24,7 +24,7 @@ from sqlalchemy.ext.asyncio import AsyncSession
 from engine.errors import InvalidApiKey, ServiceUnavailable
 from engine.tables import ApiKey
 
-TOKEN_PREFIX = "cpk_"
+TOKEN_PREFIX = "cpk_"  # noqa: S105 (a public prefix, not a secret)
 _TOKEN_SHAPE = re.compile(r"cpk_([a-z2-7]{12})_([A-Za-z0-9_-]{43})", re.ASCII)
 # Compared against when the key id is unknown, so that path does the same work.
 _ABSENT_HASH = "0" * 64

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from datetime import datetime
+from datetime import UTC, datetime
 from enum import Enum
 from typing import Any
 
@@ -110,6 +110,28 @@ def _parse_cursor(raw: str | None) -> Cursor:
     return decode_cursor(raw) if raw is not None else Cursor(offset=0)
 
 
+# No stored row has a key outside these, so no page can have produced such a cursor; passed
+# on, they make the database fail (PostgreSQL: NUL in text, int4 overflow; SQLite: >64 bits).
+_SORT_ORDER_RANGE = range(-(2**31), 2**31)
+
+
+def _is_storable_text(value: str) -> bool:
+    """Whether any row could hold `value`: never with NUL (PostgreSQL text refuses it) or a
+    lone surrogate (not UTF-8). As query parameters both make the driver raise (not a
+    SQLAlchemyError), so a client's id or cursor holding one would otherwise be a 500."""
+    if "\x00" in value:
+        return False
+    try:
+        value.encode("utf-8")
+    except UnicodeEncodeError:
+        return False
+    return True
+
+
+def _is_key_text(value: SortKeyValue) -> bool:
+    return isinstance(value, str) and _is_storable_text(value)
+
+
 # --- sessions -------------------------------------------------------------------------
 
 
@@ -120,7 +142,9 @@ def _session_sort_key(row: Row[Any]) -> tuple[SortKeyValue, ...]:
 
 def _after_session(after: tuple[SortKeyValue, ...]) -> ColumnElement[bool]:
     """Rows strictly after (recording_date, id) in newest-first, undated-last order."""
-    if len(after) != 2 or not isinstance(after[1], str) or isinstance(after[0], int):
+    if len(after) != 2 or not _is_key_text(after[1]):
+        raise InvalidCursor("Invalid cursor")
+    if after[0] is not None and not _is_key_text(after[0]):
         raise InvalidCursor("Invalid cursor")
     recorded_raw, last_id = after
     if recorded_raw is None:
@@ -131,6 +155,10 @@ def _after_session(after: tuple[SortKeyValue, ...]) -> ColumnElement[bool]:
         raise InvalidCursor("Invalid cursor") from exc
     if recorded.tzinfo is None:
         raise InvalidCursor("Invalid cursor")
+    try:
+        recorded = recorded.astimezone(UTC)
+    except OverflowError as exc:  # e.g. 9999-12-31T23:00:00-05:00
+        raise InvalidCursor("Invalid cursor") from exc
     return or_(
         Session.recording_date < recorded,  # type: ignore[operator]
         and_(Session.recording_date == recorded, Session.id > last_id),  # type: ignore[operator]
@@ -167,6 +195,8 @@ async def list_sessions(
 async def get_session(
     db: AsyncSession, *, scope: CampaignScope, session_id: str, with_summary: bool = True
 ) -> Row[Any]:
+    if not _is_storable_text(session_id):
+        raise RecordNotFound(SESSION_NOT_FOUND)
     columns = _session_list_columns() + ([Session.summary] if with_summary else [])
     statement = select(*columns).where(
         Session.id == session_id,
@@ -188,9 +218,9 @@ def _entity_sort_key(row: Row[Any]) -> tuple[SortKeyValue, ...]:
 
 def _after_entity(table: type[WikiEntityColumns], after: tuple[SortKeyValue, ...]) -> ColumnElement[bool]:
     """Rows strictly after (sort_order, name, id) in sort-order (nulls last), name, id order."""
-    if len(after) != 3 or not all(isinstance(value, str) for value in after[1:]):
+    if len(after) != 3 or not all(_is_key_text(value) for value in after[1:]):
         raise InvalidCursor("Invalid cursor")
-    if isinstance(after[0], str):
+    if not (after[0] is None or (isinstance(after[0], int) and after[0] in _SORT_ORDER_RANGE)):
         raise InvalidCursor("Invalid cursor")
     sort_order, name, last_id = after
     after_name = or_(table.name > name, and_(table.name == name, table.id > last_id))  # type: ignore[operator]
@@ -242,6 +272,8 @@ async def get_entity(
     entity_id: str,
     with_description: bool = True,
 ) -> Row[Any]:
+    if not _is_storable_text(entity_id):
+        raise RecordNotFound(ENTITY_NOT_FOUND)
     table = kind.table
     columns = _entity_list_columns(kind) + ([table.description] if with_description else [])
     statement = select(*columns).where(table.id == entity_id, *_visible(table, scope))
@@ -251,11 +283,16 @@ async def get_entity(
     return rows[0]
 
 
+def _nested_location_columns() -> list[Any]:
+    # A nested location (parent, children) may be asked for its description too.
+    return [*_entity_list_columns(EntityKind.LOCATION), Location.description]
+
+
 async def visible_locations_by_id(
     db: AsyncSession, *, scope: CampaignScope, location_ids: Sequence[str]
 ) -> dict[str, Row[Any]]:
     """Visible locations among `location_ids` (for batched parent lookups)."""
-    statement = select(*_entity_list_columns(EntityKind.LOCATION)).where(
+    statement = select(*_nested_location_columns()).where(
         Location.id.in_(location_ids),  # type: ignore[attr-defined]
         *_visible(Location, scope),
     )
@@ -268,7 +305,7 @@ async def visible_children_by_parent(
 ) -> dict[str, list[Row[Any]]]:
     """Visible children of each parent, in list order (for batched children lookups)."""
     statement = (
-        select(*_entity_list_columns(EntityKind.LOCATION))
+        select(*_nested_location_columns())
         .where(Location.parent_id.in_(parent_ids), *_visible(Location, scope))  # type: ignore[union-attr]
         .order_by(*_entity_order(Location))
     )

@@ -66,7 +66,7 @@ async def _sessions(
     return _as_page(page, SessionPage)  # type: ignore[no-any-return]
 
 
-async def _session(info: Ctx, id: strawberry.ID) -> SessionType | None:  # noqa: A002 (GraphQL argument name)
+async def _session(info: Ctx, id: strawberry.ID) -> SessionType | None:
     ctx = info.context
     return await ctx.read(lambda db: get_session(db, scope=ctx.scope, session_id=id))  # type: ignore[return-value]
 
@@ -91,7 +91,7 @@ def _entity_list_resolver(kind: EntityKind, page_type: type) -> Callable[..., An
 
 
 def _entity_resolver(kind: EntityKind, record_type: type) -> Callable[..., Any]:
-    async def resolve(info: Ctx, id: strawberry.ID) -> Any:  # noqa: A002 (GraphQL argument name)
+    async def resolve(info: Ctx, id: strawberry.ID) -> Any:
         ctx = info.context
         return await ctx.read(lambda db: get_entity(db, kind=kind, scope=ctx.scope, entity_id=id))
 

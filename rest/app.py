@@ -7,29 +7,42 @@ from contextlib import asynccontextmanager
 from typing import Any
 
 from fastapi import FastAPI
+from starlette.middleware.cors import CORSMiddleware
 
+from engine.metrics import watch_database_errors
 from engine.settings import Settings, get_settings
+from rest.docs_page import build_docs_router
 from rest.errors import install_error_handlers
 from rest.graphql import build_graphql_router
 from rest.health import build_health_router
-from rest.openapi_docs import bearer_security_openapi
+from rest.logging_config import configure_logging
+from rest.metrics import build_metrics_router
+from rest.observability import Observability
+from rest.openapi_docs import bearer_security_openapi, without_framework_validation_errors
 from rest.routes import build_router
 from rest.runtime import Runtime
 from rest.security_headers import SecurityHeaders
+from rest.ui_assets import mount_vendor_assets
 
 DESCRIPTION = """Read-only access to the public part of one campaign's wiki.
 
 Every request needs `Authorization: Bearer <API key>`; a key reads only its own campaign.
 Errors are JSON objects with one field, `error`."""
 
+# Response headers a browser script of a listed origin may read.
+CORS_EXPOSED_HEADERS = ("X-RateLimit-Limit", "X-RateLimit-Remaining", "X-RateLimit-Reset", "Retry-After")
+
 
 def create_app(settings: Settings | None = None) -> FastAPI:
     runtime = Runtime.build(settings or get_settings())
+    configure_logging(runtime.settings.log_level)
+    watch_database_errors(runtime.database.engine)
 
     @asynccontextmanager
     async def lifespan(_app: FastAPI) -> AsyncIterator[None]:
         yield
         await runtime.database.dispose()
+        await runtime.limits.close()
 
     app = FastAPI(
         title="Campaign wiki public API",
@@ -37,7 +50,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
         description=DESCRIPTION,
         lifespan=lifespan,
         redirect_slashes=False,
-        docs_url="/docs",
+        docs_url=None,  # FastAPI's page loads Swagger UI from a CDN; rest/docs_page.py serves ours
         redoc_url=None,
     )
     app.state.runtime = runtime
@@ -45,7 +58,23 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     app.include_router(build_router())
     app.include_router(build_graphql_router())
     app.include_router(build_health_router())
+    app.include_router(build_docs_router(openapi_url=app.openapi_url or "/openapi.json"))
+    if runtime.settings.metrics_enabled:
+        app.include_router(build_metrics_router())
+    mount_vendor_assets(app)
+    if runtime.settings.cors_origins:
+        # Off unless an operator lists origins. Added before SecurityHeaders, which wraps
+        # it, so that preflight answers carry nosniff and no-store too.
+        app.add_middleware(
+            CORSMiddleware,
+            allow_origins=runtime.settings.cors_origins,
+            allow_methods=["GET", "POST"],
+            allow_headers=["Authorization", "Content-Type"],
+            expose_headers=[*CORS_EXPOSED_HEADERS],
+        )
     app.add_middleware(SecurityHeaders)
+    # Outermost: times the whole request and puts X-Request-ID on every response it sends.
+    app.add_middleware(Observability)
     _document_security(app)
     return app
 
@@ -55,7 +84,7 @@ def _document_security(app: FastAPI) -> None:
 
     def openapi() -> dict[str, Any]:
         if app.openapi_schema is None:
-            app.openapi_schema = bearer_security_openapi(build_openapi())
+            app.openapi_schema = bearer_security_openapi(without_framework_validation_errors(build_openapi()))
         return app.openapi_schema
 
     app.openapi = openapi  # type: ignore[method-assign]

@@ -19,6 +19,7 @@ from engine.errors import DomainError, ErrorCode, FetchFailed
 from engine.pagination import LIMIT_MESSAGE
 from engine.ratelimit import RateLimitExceeded, RateLimits, RateWindow
 from rest.responses import json_response, rate_headers
+from rest.security_headers import SECURITY_HEADERS
 
 logger = logging.getLogger("campaign_api.rest")
 
@@ -148,8 +149,14 @@ async def _unexpected(request: Request, exc: Exception) -> Response:
     logger.error("unhandled error on %s", request.url.path, exc_info=exc)
     # Inside a resource endpoint the client gets that endpoint's documented 500 body.
     if getattr(request.state, "endpoint_texts", None) is not None:
-        return rest_error_response(outcome_for_request(request, FetchFailed()))
-    return rest_error_response(resolve_error(HttpError.INTERNAL, endpoint=None))
+        response = rest_error_response(outcome_for_request(request, FetchFailed()))
+    else:
+        response = rest_error_response(resolve_error(HttpError.INTERNAL, endpoint=None))
+    # Starlette sends this answer from ServerErrorMiddleware, outside every middleware the
+    # app adds (SecurityHeaders included), so the protective headers are set here.
+    for name, value in SECURITY_HEADERS:
+        response.headers[name.decode("latin-1")] = value.decode("latin-1")
+    return response
 
 
 async def _invalid_request(request: Request, exc: Exception) -> Response:

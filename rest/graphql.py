@@ -12,6 +12,8 @@ from typing import Any
 import orjson
 from fastapi import APIRouter, Request
 from starlette.responses import HTMLResponse, Response
+from strawberry.schema.exceptions import CannotGetOperationTypeError, InvalidOperationTypeError
+from strawberry.types.graphql import OperationType
 
 from engine.errors import DomainError
 from engine.records import CampaignScope
@@ -20,14 +22,14 @@ from rest.errors import ErrorOutcome, outcome_for_request
 from rest.graphiql import graphiql_page
 from rest.responses import json_response, rate_headers
 from rest.runtime import runtime_of
-from strawberry.types.graphql import OperationType
 
 MAX_BODY_BYTES = 64 * 1024
 QUERIES_ONLY = (OperationType.QUERY,)
 
 
 def _graphql_error(message: str, code: str, *, status: int, headers: dict[str, str] | None = None) -> Response:
-    return json_response({"errors": [{"message": message, "extensions": {"code": code}}]}, status=status, headers=headers)
+    body = {"errors": [{"message": message, "extensions": {"code": code}}]}
+    return json_response(body, status=status, headers=headers)
 
 
 def _bad_request(message: str) -> Response:
@@ -48,14 +50,28 @@ def _operation_from_query_string(request: Request) -> dict[str, Any]:
     }
 
 
+async def _bounded_body(request: Request) -> bytes | None:
+    """The body, or None as soon as it is known to exceed MAX_BODY_BYTES: a declared
+    Content-Length is trusted for that, and a longer stream is not read to its end."""
+    declared = request.headers.get("content-length", "")
+    if declared.isascii() and declared.isdigit() and (len(declared) > 9 or int(declared) > MAX_BODY_BYTES):
+        return None
+    body = bytearray()
+    async for chunk in request.stream():
+        body += chunk
+        if len(body) > MAX_BODY_BYTES:
+            return None
+    return bytes(body)
+
+
 async def _read_operation(request: Request) -> dict[str, Any] | Response:
     if request.method == "GET":
         try:
             return _operation_from_query_string(request)
         except orjson.JSONDecodeError:
             return _bad_request("variables must be a JSON object")
-    body = await request.body()
-    if len(body) > MAX_BODY_BYTES:
+    body = await _bounded_body(request)
+    if body is None:
         return _graphql_error("Request body too large", "BAD_REQUEST", status=413)
     try:
         payload = orjson.loads(body)
@@ -69,7 +85,9 @@ async def _read_operation(request: Request) -> dict[str, Any] | Response:
 
 
 def _wants_page(request: Request) -> bool:
-    return request.method == "GET" and "query" not in request.query_params and "text/html" in request.headers.get("accept", "")
+    if request.method != "GET" or "query" in request.query_params:
+        return False
+    return "text/html" in request.headers.get("accept", "")
 
 
 async def graphql_endpoint(request: Request) -> Response:
@@ -92,13 +110,19 @@ async def graphql_endpoint(request: Request) -> Response:
             principal = await runtime.guard.admit(request, db)
         except DomainError as error:
             return _from_outcome(outcome_for_request(request, error), error.code.value)
-        result = await runtime.schema.execute(
-            query,
-            variable_values=variables,
-            operation_name=operation_name if isinstance(operation_name, str) else None,
-            context_value=CampaignContext(db=db, scope=CampaignScope(campaign_id=principal.key.campaign_id)),
-            allowed_operation_types=QUERIES_ONLY,
-        )
+        try:
+            result = await runtime.schema.execute(
+                query,
+                variable_values=variables,
+                operation_name=operation_name if isinstance(operation_name, str) else None,
+                context_value=CampaignContext(db=db, scope=CampaignScope(campaign_id=principal.key.campaign_id)),
+                allowed_operation_types=QUERIES_ONLY,
+            )
+        # Strawberry raises these (rather than returning errors) for the client's document.
+        except InvalidOperationTypeError:
+            return _bad_request("Only query operations are supported")
+        except CannotGetOperationTypeError:
+            return _bad_request("operationName does not name an operation of the document")
     body: dict[str, Any] = {"data": result.data}
     if result.errors:
         body["errors"] = [error.formatted for error in result.errors]

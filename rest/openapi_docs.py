@@ -4,10 +4,10 @@ from __future__ import annotations
 
 from typing import Any
 
+from engine.errors import ErrorCode
 from engine.pagination import DEFAULT_LIMIT, LIMIT_MESSAGE, MAX_LIMIT
 from rest.errors import AUTH_CHALLENGE, ERROR_RULES, EndpointTexts
 from rest.openapi_models import ErrorBody
-from engine.errors import ErrorCode
 
 _RATE_HEADERS = {
     "X-RateLimit-Limit": {"description": "Requests allowed in the window.", "schema": {"type": "integer"}},
@@ -97,6 +97,18 @@ def list_parameters() -> list[dict[str, Any]]:
             "schema": {"type": "string"},
         },
     ]
+
+
+def without_framework_validation_errors(schema: dict[str, Any]) -> dict[str, Any]:
+    """Drop the 422 FastAPI adds to operations with parameters: the API never answers 422
+    (a malformed request is a 400 with the error body, rest/errors.py)."""
+    for operations in schema.get("paths", {}).values():
+        for operation in operations.values():
+            operation.get("responses", {}).pop("422", None)
+    schemas = schema.get("components", {}).get("schemas", {})
+    for name in ("HTTPValidationError", "ValidationError"):
+        schemas.pop(name, None)
+    return schema
 
 
 def bearer_security_openapi(schema: dict[str, Any]) -> dict[str, Any]:

@@ -42,7 +42,11 @@ class Resource:
 
 
 def _entity(
-    plural: str, singular: str, list_document: str, record_document: str, models: tuple[type[BaseModel], type[BaseModel]]
+    plural: str,
+    singular: str,
+    list_document: str,
+    record_document: str,
+    models: tuple[type[BaseModel], type[BaseModel]],
 ) -> Resource:
     texts = EndpointTexts(not_found=ENTITY_NOT_FOUND, fetch_failed=f"Failed to fetch {plural}")
     return Resource(
@@ -151,7 +155,7 @@ def _list_endpoint(resource: Resource) -> Callable[[Request], Awaitable[Response
 
 
 def _record_endpoint(resource: Resource) -> Callable[[Request, str], Awaitable[Response]]:
-    async def get_record(request: Request, id: str) -> Response:  # noqa: A002 (the path parameter's name)
+    async def get_record(request: Request, id: str) -> Response:
         return await _serve(
             request,
             texts=resource.record_texts,

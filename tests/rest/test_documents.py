@@ -1,0 +1,92 @@
+"""The fixed GraphQL documents of rest/documents.py: valid, and each used by its route.
+
+A REST body is the document's data as is, so the response keys a document selects must
+be exactly the fields of the endpoint's documented (OpenAPI) model.
+"""
+
+from __future__ import annotations
+
+import typing
+
+import graphql
+import pytest
+from graphql.language import FieldNode, OperationDefinitionNode, SelectionSetNode
+from pydantic import BaseModel
+
+from graphql_schema.schema import build_schema
+from rest import documents
+from rest.routes import RESOURCES, Resource
+
+DOCUMENTS = {
+    name: value
+    for name, value in vars(documents).items()
+    if name.isupper() and not name.startswith("_") and isinstance(value, str)
+}
+SCHEMA = build_schema()
+
+
+def operation_of(document: str) -> OperationDefinitionNode:
+    (definition,) = graphql.parse(document).definitions
+    assert isinstance(definition, OperationDefinitionNode)
+    return definition
+
+
+def fields_of(selection_set: SelectionSetNode | None) -> dict[str, FieldNode]:
+    """Response key (alias or name) -> field node, for a selection set without fragments."""
+    assert selection_set is not None
+    fields = {}
+    for selection in selection_set.selections:
+        assert isinstance(selection, FieldNode)
+        key = selection.alias.value if selection.alias else selection.name.value
+        fields[key] = selection
+    return fields
+
+
+def root_field(document: str) -> FieldNode:
+    (field,) = fields_of(operation_of(document).selection_set).values()
+    return field
+
+
+def variables_of(document: str) -> set[str]:
+    return {variable.variable.name.value for variable in operation_of(document).variable_definitions}
+
+
+def item_model(list_model: type[BaseModel]) -> type[BaseModel]:
+    (item,) = typing.get_args(list_model.model_fields["data"].annotation)
+    return item  # type: ignore[no-any-return]
+
+
+def test_there_is_one_document_per_endpoint() -> None:
+    assert len(DOCUMENTS) == 2 * len(RESOURCES) == 10
+
+
+@pytest.mark.parametrize("name", sorted(DOCUMENTS))
+def test_document_validates_against_the_schema(name: str) -> None:
+    assert graphql.validate(SCHEMA._schema, graphql.parse(DOCUMENTS[name])) == []
+
+
+@pytest.mark.parametrize("resource", RESOURCES, ids=[resource.path for resource in RESOURCES])
+class TestRouteDocuments:
+    def test_the_route_uses_the_documents_named_after_it(self, resource: Resource) -> None:
+        assert resource.list_document is DOCUMENTS[f"{resource.path.upper()}_LIST"]
+        assert resource.record_document is DOCUMENTS[f"{resource.record_field.upper()}_RECORD"]
+
+    def test_the_list_document_selects_the_list_body(self, resource: Resource) -> None:
+        field = root_field(resource.list_document)
+        assert field.name.value == resource.list_field
+        assert variables_of(resource.list_document) == {"limit", "cursor"}
+        body = fields_of(field.selection_set)
+        assert set(body) == {"data", "pagination"}
+        assert set(fields_of(body["data"].selection_set)) == set(item_model(resource.list_model).model_fields)
+        assert set(fields_of(body["pagination"].selection_set)) == {"next_cursor", "has_more"}
+
+    def test_the_record_document_selects_the_record_body(self, resource: Resource) -> None:
+        field = root_field(resource.record_document)
+        assert field.name.value == resource.record_field
+        assert variables_of(resource.record_document) == {"id"}
+        assert set(fields_of(field.selection_set)) == set(resource.record_model.model_fields)
+
+
+def test_every_document_is_used_by_exactly_one_route() -> None:
+    used = [document for resource in RESOURCES for document in (resource.list_document, resource.record_document)]
+    assert sorted(map(id, used)) == sorted(map(id, DOCUMENTS.values()))
