@@ -1,8 +1,10 @@
-"""Async database access: one engine per process, one session per request.
+"""Async database access: one engine per process, one connection or session per request.
 
 PostgreSQL goes through psycopg 3, the embedded default SQLite through aiosqlite. The
-request boundary (REST route, GraphQL context, CLI command) opens a session with
-`Database.session()` and passes it down; engine functions never open their own.
+request boundary opens what it needs and passes it down; engine functions never open
+their own: REST and GraphQL requests read through `Database.reader()` (a connection:
+Core selects of the needed columns, no ORM unit of work), CLI commands write through
+`Database.session()` (committed on success, rolled back on error).
 """
 
 from __future__ import annotations
@@ -13,9 +15,13 @@ from typing import Any
 
 from sqlalchemy import event, text
 from sqlalchemy.engine import make_url
-from sqlalchemy.ext.asyncio import AsyncEngine, AsyncSession, async_sessionmaker, create_async_engine
+from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine, AsyncSession, async_sessionmaker, create_async_engine
 
 from engine.settings import Settings
+
+# What the read paths take: a bare connection on the request path (Core selects need no
+# ORM session), or a session where one is already open (the CLI, tests).
+Reader = AsyncConnection | AsyncSession
 
 
 def _enable_sqlite_foreign_keys(dbapi_connection: Any, _record: Any) -> None:
@@ -66,6 +72,12 @@ class Database:
             except BaseException:
                 await session.rollback()
                 raise
+
+    @asynccontextmanager
+    async def reader(self) -> AsyncIterator[AsyncConnection]:
+        """A connection for one request's reads; its transaction ends with the request."""
+        async with self.engine.connect() as connection:
+            yield connection
 
     async def ping(self) -> None:
         async with self.engine.connect() as connection:

@@ -21,6 +21,7 @@ from sqlalchemy import select
 from sqlalchemy.exc import SQLAlchemyError
 from sqlalchemy.ext.asyncio import AsyncSession
 
+from engine.db import Reader
 from engine.errors import InvalidApiKey, ServiceUnavailable
 from engine.tables import ApiKey
 
@@ -69,7 +70,7 @@ def require_pepper(pepper: bytes | None) -> bytes:
     return pepper
 
 
-async def verify_api_key(db: AsyncSession, *, token: str, pepper: bytes | None) -> VerifiedKey:
+async def verify_api_key(db: Reader, *, token: str, pepper: bytes | None) -> VerifiedKey:
     """The key a bearer token names, if the token is valid and the key not revoked.
 
     Raises InvalidApiKey for every client-side failure (one error, no hint which) and
@@ -109,7 +110,7 @@ class KeyVerifier:
         self.max_entries = max_entries
         self._verified: dict[tuple[str, str], tuple[float, VerifiedKey]] = {}
 
-    async def verify(self, db: AsyncSession, *, token: str) -> VerifiedKey:
+    async def verify(self, db: Reader, *, token: str) -> VerifiedKey:
         pepper = require_pepper(self.pepper)
         key_id, secret = parse_token(token)
         entry_key = (key_id, hash_secret(secret, pepper=pepper))

@@ -17,9 +17,9 @@ from typing import Any
 
 from sqlalchemy import ColumnElement, Row, and_, or_, select
 from sqlalchemy.exc import SQLAlchemyError
-from sqlalchemy.ext.asyncio import AsyncSession
 
 from engine.cursor import Cursor, SortKeyValue, decode_cursor, encode_cursor
+from engine.db import Reader
 from engine.errors import FetchFailed, InvalidCursor, RecordNotFound
 from engine.pagination import Page, clamp_limit
 from engine.tables import Character, Faction, Item, Location, Session, WikiEntityColumns
@@ -84,7 +84,7 @@ def _entity_list_columns(kind: EntityKind) -> list[Any]:
     return columns
 
 
-async def _fetch(db: AsyncSession, statement: Any, *, failure: str) -> Sequence[Row[Any]]:
+async def _fetch(db: Reader, statement: Any, *, failure: str) -> Sequence[Row[Any]]:
     try:
         result = await db.execute(statement)
         return result.all()
@@ -167,7 +167,7 @@ def _after_session(after: tuple[SortKeyValue, ...]) -> ColumnElement[bool]:
 
 
 async def list_sessions(
-    db: AsyncSession,
+    db: Reader,
     *,
     scope: CampaignScope,
     limit: int | None,
@@ -193,7 +193,7 @@ async def list_sessions(
 
 
 async def get_session(
-    db: AsyncSession, *, scope: CampaignScope, session_id: str, with_summary: bool = True
+    db: Reader, *, scope: CampaignScope, session_id: str, with_summary: bool = True
 ) -> Row[Any]:
     if not _is_storable_text(session_id):
         raise RecordNotFound(SESSION_NOT_FOUND)
@@ -242,7 +242,7 @@ def _visible(table: type[WikiEntityColumns], scope: CampaignScope) -> list[Colum
 
 
 async def list_entities(
-    db: AsyncSession,
+    db: Reader,
     *,
     kind: EntityKind,
     scope: CampaignScope,
@@ -265,7 +265,7 @@ async def list_entities(
 
 
 async def get_entity(
-    db: AsyncSession,
+    db: Reader,
     *,
     kind: EntityKind,
     scope: CampaignScope,
@@ -289,7 +289,7 @@ def _nested_location_columns() -> list[Any]:
 
 
 async def visible_locations_by_id(
-    db: AsyncSession, *, scope: CampaignScope, location_ids: Sequence[str]
+    db: Reader, *, scope: CampaignScope, location_ids: Sequence[str]
 ) -> dict[str, Row[Any]]:
     """Visible locations among `location_ids` (for batched parent lookups)."""
     statement = select(*_nested_location_columns()).where(
@@ -301,7 +301,7 @@ async def visible_locations_by_id(
 
 
 async def visible_children_by_parent(
-    db: AsyncSession, *, scope: CampaignScope, parent_ids: Sequence[str]
+    db: Reader, *, scope: CampaignScope, parent_ids: Sequence[str]
 ) -> dict[str, list[Row[Any]]]:
     """Visible children of each parent, in list order (for batched children lookups)."""
     statement = (

@@ -1,6 +1,6 @@
 """What a GraphQL execution carries: the request's DB session, the campaign scope, loaders.
 
-Sibling fields resolve concurrently, but one AsyncSession runs one statement at a time,
+Sibling fields resolve concurrently, but one connection runs one statement at a time,
 so every read goes through `read()`, which serializes them on the request's session.
 """
 
@@ -11,9 +11,9 @@ from collections.abc import Awaitable, Callable, Sequence
 from typing import Any, TypeVar
 
 from sqlalchemy import Row
-from sqlalchemy.ext.asyncio import AsyncSession
 from strawberry.dataloader import DataLoader
 
+from engine.db import Reader
 from engine.records import CampaignScope, visible_children_by_parent, visible_locations_by_id
 
 T = TypeVar("T")
@@ -22,7 +22,7 @@ T = TypeVar("T")
 class CampaignContext:
     """The execution context of one GraphQL operation, scoped to one campaign."""
 
-    def __init__(self, *, db: AsyncSession, scope: CampaignScope) -> None:
+    def __init__(self, *, db: Reader, scope: CampaignScope) -> None:
         self.db = db
         self.scope = scope
         self._lock = asyncio.Lock()
@@ -30,7 +30,7 @@ class CampaignContext:
         self.location_by_id: DataLoader[str, Row[Any] | None] = DataLoader(load_fn=self._load_locations)
         self.children_of: DataLoader[str, list[Row[Any]]] = DataLoader(load_fn=self._load_children)
 
-    async def read(self, query: Callable[[AsyncSession], Awaitable[T]]) -> T:
+    async def read(self, query: Callable[[Reader], Awaitable[T]]) -> T:
         async with self._lock:
             return await query(self.db)
 

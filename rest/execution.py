@@ -4,8 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from sqlalchemy.ext.asyncio import AsyncSession
-
+from engine.db import Reader
 from engine.errors import FetchFailed
 from engine.records import CampaignScope
 from graphql_schema.context import CampaignContext
@@ -18,7 +17,7 @@ async def run_document(
     *,
     document: str,
     variables: dict[str, Any],
-    db: AsyncSession,
+    db: Reader,
     scope: CampaignScope,
 ) -> dict[str, Any]:
     """The document's data; its first error re-raised as the domain error it carries."""

@@ -105,7 +105,7 @@ async def graphql_endpoint(request: Request) -> Response:
     if variables is not None and not isinstance(variables, dict):
         return _bad_request("variables must be a JSON object")
     operation_name = operation.get("operationName")
-    async with runtime.database.session() as db:
+    async with runtime.database.reader() as db:
         try:
             principal = await runtime.guard.admit(request, db)
         except DomainError as error:

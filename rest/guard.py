@@ -10,9 +10,9 @@ from __future__ import annotations
 from dataclasses import dataclass
 from ipaddress import ip_address
 
-from sqlalchemy.ext.asyncio import AsyncSession
 from starlette.requests import Request
 
+from engine.db import Reader
 from engine.errors import InvalidApiKey
 from engine.keys import KeyVerifier, VerifiedKey, require_pepper
 from engine.ratelimit import RateLimits, RateWindow
@@ -67,7 +67,7 @@ class Guard:
         self.limits = limits
         self.verifier = verifier
 
-    async def admit(self, request: Request, db: AsyncSession) -> Principal:
+    async def admit(self, request: Request, db: Reader) -> Principal:
         ip = client_ip(request, self.settings)
         await self.limits.admit_client(ip)
         try:

@@ -125,7 +125,7 @@ async def _serve(
 ) -> Response:
     request.state.endpoint_texts = texts
     runtime = runtime_of(request)
-    async with runtime.database.session() as db:
+    async with runtime.database.reader() as db:
         principal = await runtime.guard.admit(request, db)
         data = await run_document(
             runtime.schema,
