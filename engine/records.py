@@ -15,7 +15,7 @@ from datetime import UTC, datetime
 from enum import Enum
 from typing import Any
 
-from sqlalchemy import ColumnElement, Row, and_, or_, select
+from sqlalchemy import ColumnElement, Row, Select, and_, select, tuple_, union_all
 from sqlalchemy.exc import SQLAlchemyError
 
 from engine.cursor import Cursor, SortKeyValue, decode_cursor, encode_cursor
@@ -132,6 +132,44 @@ def _is_key_text(value: SortKeyValue) -> bool:
     return isinstance(value, str) and _is_storable_text(value)
 
 
+# The list orders, by column name: (name, descending). NULLs always come last.
+_SESSION_ORDER = (("recording_date", True), ("id", False))
+_ENTITY_ORDER = (("sort_order", False), ("name", False), ("id", False))
+
+
+def _ordered(order: tuple[tuple[str, bool], ...], columns: Any) -> list[Any]:
+    return [(columns[name].desc() if descending else columns[name].asc()).nulls_last() for name, descending in order]
+
+
+def _page_query(
+    columns: list[Any],
+    *,
+    visible: list[ColumnElement[bool]],
+    order: tuple[tuple[str, bool], ...],
+    position: Cursor,
+    after: Callable[[tuple[SortKeyValue, ...]], list[ColumnElement[bool]]],
+    size: int,
+) -> Select[Any]:
+    """One page of a list: from the start, past `offset` rows, or seeking past a sort key.
+
+    A seek is the union of a few ranges, each an index range scan in list order capped at
+    `size` rows, merged and cut to `size`: it reads about `size` index entries however
+    deep the page. (One OR of the ranges would make PostgreSQL walk the index from the
+    start and filter, which costs as much as OFFSET.)
+    """
+    if not position.after:
+        base = select(*columns).where(*visible)
+        if position.offset:
+            base = base.offset(position.offset)
+        return base.order_by(*_ordered(order, base.selected_columns)).limit(size)
+    ranges = []
+    for condition in after(position.after):
+        part = select(*columns).where(*visible, condition)
+        ranges.append(select(*part.order_by(*_ordered(order, part.selected_columns)).limit(size).subquery().c))
+    merged = union_all(*ranges).subquery()
+    return select(*merged.c).order_by(*_ordered(order, merged.c)).limit(size)
+
+
 # --- sessions -------------------------------------------------------------------------
 
 
@@ -140,15 +178,16 @@ def _session_sort_key(row: Row[Any]) -> tuple[SortKeyValue, ...]:
     return (recorded, row.id)
 
 
-def _after_session(after: tuple[SortKeyValue, ...]) -> ColumnElement[bool]:
-    """Rows strictly after (recording_date, id) in newest-first, undated-last order."""
+def _after_session(after: tuple[SortKeyValue, ...]) -> list[ColumnElement[bool]]:
+    """Rows strictly after (recording_date, id) in newest-first, undated-last order, as
+    disjoint ranges that each follow the list index (see `_seek`)."""
     if len(after) != 2 or not _is_key_text(after[1]):
         raise InvalidCursor("Invalid cursor")
     if after[0] is not None and not _is_key_text(after[0]):
         raise InvalidCursor("Invalid cursor")
     recorded_raw, last_id = after
     if recorded_raw is None:
-        return and_(Session.recording_date.is_(None), Session.id > last_id)  # type: ignore[union-attr,operator]
+        return [and_(Session.recording_date.is_(None), Session.id > last_id)]  # type: ignore[union-attr,operator]
     try:
         recorded = datetime.fromisoformat(recorded_raw)
     except ValueError as exc:
@@ -159,11 +198,11 @@ def _after_session(after: tuple[SortKeyValue, ...]) -> ColumnElement[bool]:
         recorded = recorded.astimezone(UTC)
     except OverflowError as exc:  # e.g. 9999-12-31T23:00:00-05:00
         raise InvalidCursor("Invalid cursor") from exc
-    return or_(
-        Session.recording_date < recorded,  # type: ignore[operator]
+    return [
         and_(Session.recording_date == recorded, Session.id > last_id),  # type: ignore[operator]
+        Session.recording_date < recorded,  # type: ignore[operator]
         Session.recording_date.is_(None),  # type: ignore[union-attr]
-    )
+    ]
 
 
 async def list_sessions(
@@ -177,17 +216,14 @@ async def list_sessions(
     page_size = clamp_limit(limit)
     position = _parse_cursor(cursor)
     columns = _session_list_columns() + ([Session.summary] if with_summary else [])
-    statement = select(*columns).where(
-        Session.campaign_id == scope.campaign_id, Session.visibility == PUBLIC
+    statement = _page_query(
+        columns,
+        visible=[Session.campaign_id == scope.campaign_id, Session.visibility == PUBLIC],
+        order=_SESSION_ORDER,
+        position=position,
+        after=_after_session,
+        size=page_size + 1,
     )
-    if position.after:
-        statement = statement.where(_after_session(position.after))
-    elif position.offset:
-        statement = statement.offset(position.offset)
-    statement = statement.order_by(
-        Session.recording_date.desc().nulls_last(),  # type: ignore[union-attr]
-        Session.id.asc(),  # type: ignore[attr-defined]
-    ).limit(page_size + 1)
     rows = await _fetch(db, statement, failure="Failed to fetch sessions")
     return _page(rows, limit=page_size, offset=position.offset, sort_key=_session_sort_key)
 
@@ -216,25 +252,27 @@ def _entity_sort_key(row: Row[Any]) -> tuple[SortKeyValue, ...]:
     return (row.sort_order, row.name, row.id)
 
 
-def _after_entity(table: type[WikiEntityColumns], after: tuple[SortKeyValue, ...]) -> ColumnElement[bool]:
-    """Rows strictly after (sort_order, name, id) in sort-order (nulls last), name, id order."""
+def _after_entity(table: type[WikiEntityColumns], after: tuple[SortKeyValue, ...]) -> list[ColumnElement[bool]]:
+    """Rows strictly after (sort_order, name, id) in sort-order (nulls last), name, id
+    order, as disjoint ranges that each follow the list index (see `_seek`)."""
     if len(after) != 3 or not all(_is_key_text(value) for value in after[1:]):
         raise InvalidCursor("Invalid cursor")
     if not (after[0] is None or (isinstance(after[0], int) and after[0] in _SORT_ORDER_RANGE)):
         raise InvalidCursor("Invalid cursor")
     sort_order, name, last_id = after
-    after_name = or_(table.name > name, and_(table.name == name, table.id > last_id))  # type: ignore[operator]
+    # A row comparison over two ascending columns is one index range on both databases.
+    after_name = tuple_(table.name, table.id) > tuple_(name, last_id)
     if sort_order is None:
-        return and_(table.sort_order.is_(None), after_name)  # type: ignore[union-attr]
-    return or_(
+        return [and_(table.sort_order.is_(None), after_name)]  # type: ignore[union-attr]
+    return [
+        and_(table.sort_order == sort_order, after_name),  # type: ignore[arg-type]
         table.sort_order > sort_order,  # type: ignore[operator]
-        and_(table.sort_order == sort_order, after_name),
         table.sort_order.is_(None),  # type: ignore[union-attr]
-    )
+    ]
 
 
 def _entity_order(table: type[WikiEntityColumns]) -> list[Any]:
-    return [table.sort_order.asc().nulls_last(), table.name.asc(), table.id.asc()]  # type: ignore[union-attr,attr-defined]
+    return _ordered(_ENTITY_ORDER, table.__table__.c)  # type: ignore[attr-defined]
 
 
 def _visible(table: type[WikiEntityColumns], scope: CampaignScope) -> list[ColumnElement[bool]]:
@@ -254,12 +292,14 @@ async def list_entities(
     position = _parse_cursor(cursor)
     table = kind.table
     columns = _entity_list_columns(kind) + ([table.description] if with_description else [])
-    statement = select(*columns).where(*_visible(table, scope))
-    if position.after:
-        statement = statement.where(_after_entity(table, position.after))
-    elif position.offset:
-        statement = statement.offset(position.offset)
-    statement = statement.order_by(*_entity_order(table)).limit(page_size + 1)
+    statement = _page_query(
+        columns,
+        visible=_visible(table, scope),
+        order=_ENTITY_ORDER,
+        position=position,
+        after=lambda after: _after_entity(table, after),
+        size=page_size + 1,
+    )
     rows = await _fetch(db, statement, failure=kind.fetch_failed_message)
     return _page(rows, limit=page_size, offset=position.offset, sort_key=_entity_sort_key)
 
