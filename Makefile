@@ -31,5 +31,29 @@ test: install
 lint: install
 	$(BIN)/ruff check .
 
+# Load benchmark (tests/benchmarks/run.py): generate a ~1.3 GB export, import it into a
+# throwaway PostgreSQL database with the real CLI, then wrk the service, the peer and the
+# floor; table on stdout and in artifacts/bench.md. Everything fits in BENCH_BUDGET_S.
+BENCH_STAMP := $(VENV)/.installed-bench
+BENCH_EXPORT := artifacts/bench/export.json
+BENCH_BUDGET_S ?= 570
+BENCH_T0 := $(shell date +%s)
+
+$(BENCH_STAMP): pyproject.toml | $(BIN)/python
+	$(BIN)/pip install --quiet -e '.[dev,bench]'
+	touch $(BENCH_STAMP)
+
+bench: install $(BENCH_STAMP)
+	command -v wrk >/dev/null || (apt-get update -qq && apt-get install -y -qq wrk)
+	test -x /usr/bin/time || (apt-get update -qq && apt-get install -y -qq time)
+	$(BIN)/python tests/benchmarks/generate.py --out $(BENCH_EXPORT)
+	$(BIN)/python tests/benchmarks/run.py --export $(BENCH_EXPORT) --report artifacts/bench.md \
+		--deadline $$(( $(BENCH_T0) + $(BENCH_BUDGET_S) ))
+
+# Soak (tests/soak/soak.py, not part of `make test`): two workers, Redis limits, steady
+# load for SOAK_SECONDS (default 600); report on stdout and in artifacts/soak.json.
+soak: install
+	$(BIN)/python -m tests.soak.soak
+
 clean:
 	rm -rf $(VENV) .pytest_cache .ruff_cache .hypothesis campaign.db artifacts

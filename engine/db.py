@@ -13,15 +13,41 @@ from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from typing import Any
 
-from sqlalchemy import event, text
+from sqlalchemy import CursorResult, Executable, event, text
 from sqlalchemy.engine import make_url
 from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine, AsyncSession, async_sessionmaker, create_async_engine
 
 from engine.settings import Settings
 
+
+class RequestConnection:
+    """A request's bare connection, taken from the pool at its first statement.
+
+    A request the guard turns away, or whose key is verified from the cache, holds no
+    connection before its query; an unreachable database or an exhausted pool fails that
+    statement, where the read paths turn it into their documented errors (503 while the
+    key cannot be verified, the endpoint's 500 with the key's rate headers after), rather
+    than the start of the request, before authentication.
+    """
+
+    def __init__(self, engine: AsyncEngine) -> None:
+        self._engine = engine
+        self._connection: AsyncConnection | None = None
+
+    async def execute(self, statement: Executable, parameters: Any = None) -> CursorResult[Any]:
+        if self._connection is None:
+            self._connection = await self._engine.connect()
+        return await self._connection.execute(statement, parameters)
+
+    async def close(self) -> None:
+        if self._connection is not None:
+            await self._connection.close()
+            self._connection = None
+
+
 # What the read paths take: a bare connection on the request path (Core selects need no
 # ORM session), or a session where one is already open (the CLI, tests).
-Reader = AsyncConnection | AsyncSession
+Reader = RequestConnection | AsyncConnection | AsyncSession
 
 
 def _enable_sqlite_foreign_keys(dbapi_connection: Any, _record: Any) -> None:
@@ -74,10 +100,13 @@ class Database:
                 raise
 
     @asynccontextmanager
-    async def reader(self) -> AsyncIterator[AsyncConnection]:
+    async def reader(self) -> AsyncIterator[RequestConnection]:
         """A connection for one request's reads; its transaction ends with the request."""
-        async with self.engine.connect() as connection:
+        connection = RequestConnection(self.engine)
+        try:
             yield connection
+        finally:
+            await connection.close()
 
     async def ping(self) -> None:
         async with self.engine.connect() as connection:
