@@ -37,8 +37,14 @@ async def _limiter_up(request: Request) -> bool:
 
 async def readyz(request: Request) -> Response:
     database, limiter = await asyncio.gather(_database_up(request), _limiter_up(request))
-    checks = {"database": "up" if database else "down", "rate_limit_storage": "up" if limiter else "down"}
-    if database and limiter:
+    # Without a usable pepper every API request is a 503: not ready either.
+    pepper = runtime_of(request).settings.pepper is not None
+    checks = {
+        "database": "up" if database else "down",
+        "rate_limit_storage": "up" if limiter else "down",
+        "api_key_pepper": "up" if pepper else "down",
+    }
+    if database and limiter and pepper:
         return json_response({"status": "ready", "checks": checks})
     down = ", ".join(name for name, state in checks.items() if state == "down")
     return json_response({"status": "unavailable", "error": f"{down} unavailable", "checks": checks}, status=503)

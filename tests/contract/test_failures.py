@@ -135,7 +135,7 @@ class TestDatabaseDown:
             assert json_of(response) == {
                 "status": "unavailable",
                 "error": "database unavailable",
-                "checks": {"database": "down", "rate_limit_storage": "up"},
+                "checks": {"database": "down", "rate_limit_storage": "up", "api_key_pepper": "up"},
             }
             assert client.get("/healthz").status_code == 200
 
@@ -199,7 +199,7 @@ def test_limits_fail_closed_while_redis_is_down_and_recover(dedicated_db: Seeded
             assert json_of(ready) == {
                 "status": "unavailable",
                 "error": "rate_limit_storage unavailable",
-                "checks": {"database": "up", "rate_limit_storage": "down"},
+                "checks": {"database": "up", "rate_limit_storage": "down", "api_key_pepper": "up"},
             }
             assert client.get("/healthz").status_code == 200
 

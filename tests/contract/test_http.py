@@ -26,7 +26,7 @@ class TestHealth:
         assert response.status_code == 200
         assert json_of(response) == {
             "status": "ready",
-            "checks": {"database": "up", "rate_limit_storage": "up"},
+            "checks": {"database": "up", "rate_limit_storage": "up", "api_key_pepper": "up"},
         }
 
 

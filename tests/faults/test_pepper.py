@@ -53,3 +53,14 @@ def test_every_endpoint_is_503(without_pepper: ApiServer, seeded_sqlite: Seeded)
                 assert "retry-after" not in graphql.headers
         # The process itself is fine, and says so.
         assert client.get("/healthz").status_code == 200
+
+
+def test_readiness_names_the_missing_pepper(without_pepper: ApiServer) -> None:
+    with ApiClient(without_pepper.base_url) as client:
+        ready = client.get("/readyz")
+    assert ready.status_code == 503
+    assert ready.json() == {
+        "status": "unavailable",
+        "error": "api_key_pepper unavailable",
+        "checks": {"database": "up", "rate_limit_storage": "up", "api_key_pepper": "down"},
+    }

@@ -89,7 +89,7 @@ def test_database_stop_and_restart(outage: Outage) -> None:
         assert ready.json() == {
             "status": "unavailable",
             "error": "database unavailable",
-            "checks": {"database": "down", "rate_limit_storage": "up"},
+            "checks": {"database": "down", "rate_limit_storage": "up", "api_key_pepper": "up"},
         }
         assert elapsed < ANSWER_WITHIN_S
         assert client.get("/healthz").status_code == 200

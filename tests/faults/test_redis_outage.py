@@ -77,7 +77,7 @@ def test_redis_stopped_then_restarted(limited: Limited) -> None:
         _assert_every_request_unavailable(client, token)
         ready = client.get("/readyz")
         assert ready.status_code == 503
-        assert ready.json()["checks"] == {"database": "up", "rate_limit_storage": "down"}
+        assert ready.json()["checks"] == {"database": "up", "rate_limit_storage": "down", "api_key_pepper": "up"}
         assert ready.json()["error"] == "rate_limit_storage unavailable"
 
         limited.redis.start()  # same port, empty
