@@ -31,7 +31,7 @@ test: install
 lint: install
 	$(BIN)/ruff check .
 
-# Load benchmark (tests/benchmarks/run.py): generate a ~1.3 GB export, import it into a
+# Load benchmark (tests/benchmarks/run.py): generate a ~1.1 GB export, import it into a
 # throwaway PostgreSQL database with the real CLI, then wrk the service, the peer and the
 # floor; table on stdout and in artifacts/bench.md. Everything fits in BENCH_BUDGET_S.
 BENCH_STAMP := $(VENV)/.installed-bench
