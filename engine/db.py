@@ -36,7 +36,10 @@ class RequestConnection:
 
     async def execute(self, statement: Executable, parameters: Any = None) -> CursorResult[Any]:
         if self._connection is None:
-            self._connection = await self._engine.connect()
+            connection = await self._engine.connect()
+            # Reads only: each statement stands alone, so no BEGIN before it and no
+            # ROLLBACK when the connection returns to the pool (two round trips saved).
+            self._connection = await connection.execution_options(isolation_level="AUTOCOMMIT")
         return await self._connection.execute(statement, parameters)
 
     async def close(self) -> None:
