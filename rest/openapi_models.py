@@ -37,7 +37,10 @@ class SessionRecord(SessionListItem):
     summary_text: str = Field(description="The summary without heading and bold markers or images.")
 
 
-class EntityListItem(_Strict):
+class _WikiEntityHead(_Strict):
+    """The fields every wiki entity lists first (contract §1); the spec puts a location's
+    parent_id between `type` and `image_url`, so each list item adds its own tail."""
+
     id: str
     name: str
     icon: str | None
@@ -45,29 +48,29 @@ class EntityListItem(_Strict):
     created_at: datetime | None
     updated_at: datetime | None
     type: str
+
+
+class EntityListItem(_WikiEntityHead):
     image_url: str | None
 
 
-class EntityRecord(EntityListItem):
-    description_markdown: str = Field(description="Public description, normalized Markdown; GM-only parts removed.")
-    description_text: str = Field(description="The description without heading and bold markers or images.")
-
-
-class LocationListItem(_Strict):
-    id: str
-    name: str
-    icon: str | None
-    hidden_from_wiki: Literal[False]
-    created_at: datetime | None
-    updated_at: datetime | None
-    type: str
+class LocationListItem(_WikiEntityHead):
     parent_id: str | None = Field(description="May reference a hidden location that is not listed.")
     image_url: str | None
 
 
+DESCRIPTION_MARKDOWN = Field(description="Public description, normalized Markdown; GM-only parts removed.")
+DESCRIPTION_TEXT = Field(description="The description without heading and bold markers or images.")
+
+
+class EntityRecord(EntityListItem):
+    description_markdown: str = DESCRIPTION_MARKDOWN
+    description_text: str = DESCRIPTION_TEXT
+
+
 class LocationRecord(LocationListItem):
-    description_markdown: str
-    description_text: str
+    description_markdown: str = DESCRIPTION_MARKDOWN
+    description_text: str = DESCRIPTION_TEXT
 
 
 class SessionList(_Strict):
