@@ -78,6 +78,10 @@ async def verify_api_key(db: Reader, *, token: str, pepper: bytes | None) -> Ver
     """
     usable_pepper = require_pepper(pepper)
     key_id, secret = parse_token(token)
+    return await _check_stored_key(db, key_id=key_id, secret_hash=hash_secret(secret, pepper=usable_pepper))
+
+
+async def _check_stored_key(db: Reader, *, key_id: str, secret_hash: str) -> VerifiedKey:
     try:
         result = await db.execute(
             select(ApiKey.key_id, ApiKey.campaign_id, ApiKey.owner_id, ApiKey.secret_hash, ApiKey.revoked_at)
@@ -87,7 +91,7 @@ async def verify_api_key(db: Reader, *, token: str, pepper: bytes | None) -> Ver
     except SQLAlchemyError as exc:
         raise ServiceUnavailable("key store unreachable") from exc
     expected = row.secret_hash if row is not None else _ABSENT_HASH
-    matches = hmac.compare_digest(hash_secret(secret, pepper=usable_pepper), expected)
+    matches = hmac.compare_digest(secret_hash, expected)
     if row is None or not matches or row.revoked_at is not None:
         raise InvalidApiKey("Invalid API key")
     return VerifiedKey(key_id=row.key_id, campaign_id=row.campaign_id, owner_id=row.owner_id)
@@ -113,13 +117,14 @@ class KeyVerifier:
     async def verify(self, db: Reader, *, token: str) -> VerifiedKey:
         pepper = require_pepper(self.pepper)
         key_id, secret = parse_token(token)
-        entry_key = (key_id, hash_secret(secret, pepper=pepper))
+        secret_hash = hash_secret(secret, pepper=pepper)
+        entry_key = (key_id, secret_hash)
         cached = self._verified.get(entry_key)
         now = time.monotonic()
         if cached is not None and now - cached[0] < self.fresh_s:
             return cached[1]
         try:
-            verified = await verify_api_key(db, token=token, pepper=pepper)
+            verified = await _check_stored_key(db, key_id=key_id, secret_hash=secret_hash)
         except ServiceUnavailable:
             if cached is not None and now - cached[0] < self.stale_s:
                 return cached[1]
