@@ -82,9 +82,11 @@ class EndpointTexts:
         return self.not_found if placeholder is EndpointText.NOT_FOUND else self.fetch_failed
 
 
-# An error outside any resource endpoint (e.g. /graphql) keeps the domain message.
 @dataclass(frozen=True, slots=True)
 class ErrorOutcome:
+    """What one error answers. Outside a resource endpoint (e.g. /graphql), a body the
+    endpoint would supply is the domain error's own message."""
+
     status: int
     message: str
     headers: dict[str, str]
