@@ -9,48 +9,113 @@ Core selects of the needed columns, no ORM unit of work), CLI commands write thr
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Mapping
 from contextlib import asynccontextmanager
 from typing import Any
 
-from sqlalchemy import CursorResult, Executable, event, text
+from sqlalchemy import event, literal, select
 from sqlalchemy.engine import make_url
+from sqlalchemy.exc import SQLAlchemyError
 from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine, AsyncSession, async_sessionmaker, create_async_engine
+from sqlalchemy.pool import PoolProxiedConnection
+from sqlalchemy.util import greenlet_spawn
 
+from engine.metrics import DATABASE_ERRORS
 from engine.settings import Settings
+from engine.statements import ReadStatement
+
+_PING = ReadStatement(select(literal(1).label("up")))
+
+
+class ReadFailed(Exception):
+    """A read could not be completed: no connection, a driver error, a statement timeout."""
+
+
+async def _psycopg_rows(connection: Any, sql: str, arguments: Any) -> list[Any]:
+    cursor = await connection.execute(sql, arguments)
+    return await cursor.fetchall()
+
+
+async def _aiosqlite_rows(connection: Any, sql: str, arguments: Any) -> list[Any]:
+    async with connection.execute(sql, arguments) as cursor:
+        return list(await cursor.fetchall())
+
+
+_DRIVER_ROWS = {"postgresql": _psycopg_rows, "sqlite": _aiosqlite_rows}
 
 
 class RequestConnection:
-    """A request's bare connection, taken from the pool at its first statement.
+    """A request's driver connection, taken from the pool at its first statement.
 
     A request the guard turns away, or whose key is verified from the cache, holds no
     connection before its query; an unreachable database or an exhausted pool fails that
     statement, where the read paths turn it into their documented errors (503 while the
     key cannot be verified, the endpoint's 500 with the key's rate headers after), rather
     than the start of the request, before authentication.
+
+    Statements go to the driver directly (see engine/statements.py). The pool does not
+    ping a connection before lending it (a round trip per request); instead a read that
+    finds its connection dropped (the database restarted since) discards it and runs once
+    more on a new one: reads are idempotent, so clients see no error for a stale pool.
     """
 
     def __init__(self, engine: AsyncEngine) -> None:
         self._engine = engine
-        self._connection: AsyncConnection | None = None
+        self._dialect = engine.dialect
+        self._driver_rows = _DRIVER_ROWS[engine.dialect.name]
+        self._pooled: PoolProxiedConnection | None = None
 
-    async def execute(self, statement: Executable, parameters: Any = None) -> CursorResult[Any]:
-        if self._connection is None:
-            connection = await self._engine.connect()
-            # Reads only: each statement stands alone, so no BEGIN before it and no
-            # ROLLBACK when the connection returns to the pool (two round trips saved).
-            self._connection = await connection.execution_options(isolation_level="AUTOCOMMIT")
-        return await self._connection.execute(statement, parameters)
+    async def fetch(self, statement: ReadStatement, parameters: Mapping[str, Any] | None = None) -> list[Any]:
+        compiled = statement.compiled(self._dialect)
+        sql, arguments = compiled.bind(parameters)
+        for attempt in range(2):
+            pooled = await self._connection()
+            try:
+                raw_rows = await self._driver_rows(pooled.driver_connection, sql, arguments)
+            except self._dialect.loaded_dbapi.Error as exc:
+                DATABASE_ERRORS.inc()
+                if attempt == 0 and self._dialect.is_disconnect(exc, pooled.dbapi_connection, None):
+                    await self._discard(exc)
+                    continue
+                raise ReadFailed(str(type(exc).__name__)) from exc
+            return compiled.rows(raw_rows)
+        raise AssertionError("unreachable: the second attempt returns or raises")
+
+    async def _connection(self) -> PoolProxiedConnection:
+        if self._pooled is None:
+            try:
+                self._pooled = await self._engine.raw_connection()
+            except self._dialect.loaded_dbapi.Error as exc:  # refused, timed out, auth
+                DATABASE_ERRORS.inc()
+                raise ReadFailed(str(type(exc).__name__)) from exc
+            except SQLAlchemyError as exc:  # the pool stayed exhausted for pool_timeout
+                raise ReadFailed(str(type(exc).__name__)) from exc
+        return self._pooled
+
+    async def _discard(self, exc: BaseException) -> None:
+        pooled, self._pooled = self._pooled, None
+        if pooled is not None:
+            await greenlet_spawn(pooled.invalidate, exc)
 
     async def close(self) -> None:
-        if self._connection is not None:
-            await self._connection.close()
-            self._connection = None
+        pooled, self._pooled = self._pooled, None
+        if pooled is not None:
+            await greenlet_spawn(pooled.close)
 
 
-# What the read paths take: a bare connection on the request path (Core selects need no
-# ORM session), or a session where one is already open (the CLI, tests).
+# What the read paths take: the request's connection, or a session where one is already
+# open (the CLI, tests), which runs the same statements through SQLAlchemy.
 Reader = RequestConnection | AsyncConnection | AsyncSession
+
+
+async def fetch(db: Reader, statement: ReadStatement, parameters: Mapping[str, Any] | None = None) -> list[Any]:
+    """The rows of `statement`; ReadFailed when the database cannot answer."""
+    if isinstance(db, RequestConnection):
+        return await db.fetch(statement, parameters)
+    try:
+        return list((await db.execute(statement.statement, parameters)).all())
+    except SQLAlchemyError as exc:
+        raise ReadFailed(str(type(exc).__name__)) from exc
 
 
 def _enable_sqlite_foreign_keys(dbapi_connection: Any, _record: Any) -> None:
@@ -60,36 +125,58 @@ def _enable_sqlite_foreign_keys(dbapi_connection: Any, _record: Any) -> None:
     cursor.close()
 
 
-def create_engine(settings: Settings) -> AsyncEngine:
+def create_engine(settings: Settings, *, reads: bool = False) -> AsyncEngine:
+    """The engine of the CLI's sessions, or with `reads`, of the request path's reads.
+
+    The read engine's PostgreSQL connections are in autocommit: each SELECT stands alone,
+    so no BEGIN before it and no ROLLBACK when the connection returns to the pool. SQLite
+    needs no second engine (sqlite3 opens no transaction for a SELECT), and an in-memory
+    database must stay one engine's.
+    """
     url = make_url(settings.database_url)
     if url.get_backend_name() == "sqlite":
         engine = create_async_engine(url)
         event.listen(engine.sync_engine, "connect", _enable_sqlite_foreign_keys)
         return engine
+    options: dict[str, Any] = (
+        {"isolation_level": "AUTOCOMMIT", "pool_reset_on_return": None}
+        if reads
+        # The CLI's sessions may find a connection dropped since its last use.
+        else {"pool_pre_ping": True}
+    )
     return create_async_engine(
         url,
         pool_size=settings.db_pool_size,
         max_overflow=0,
         # An exhausted pool waits this long, then the read fails with the 500 body.
         pool_timeout=settings.db_pool_timeout_s,
-        pool_pre_ping=True,
         connect_args={
             "options": f"-c statement_timeout={settings.statement_timeout_ms}",
             "connect_timeout": max(1, int(settings.db_pool_timeout_s)),
         },
+        **options,
     )
 
 
 class Database:
-    """The process's engine and session factory."""
+    """The process's engines: sessions for the CLI, bare connections for request reads.
+
+    Each engine's pool opens connections only when first used, so a server process holds
+    read connections only, and a CLI command session connections only.
+    """
 
     def __init__(self, settings: Settings) -> None:
         self.engine = create_engine(settings)
+        self.read_engine = self.engine if self.engine.dialect.name == "sqlite" else create_engine(settings, reads=True)
         self._sessions = async_sessionmaker(self.engine, expire_on_commit=False)
 
     @property
     def backend(self) -> str:
         return self.engine.dialect.name
+
+    @property
+    def engines(self) -> tuple[AsyncEngine, ...]:
+        return (self.engine,) if self.read_engine is self.engine else (self.engine, self.read_engine)
 
     @asynccontextmanager
     async def session(self) -> AsyncIterator[AsyncSession]:
@@ -104,16 +191,18 @@ class Database:
 
     @asynccontextmanager
     async def reader(self) -> AsyncIterator[RequestConnection]:
-        """A connection for one request's reads; its transaction ends with the request."""
-        connection = RequestConnection(self.engine)
+        """A connection for one request's reads, back in the pool when the request ends."""
+        connection = RequestConnection(self.read_engine)
         try:
             yield connection
         finally:
             await connection.close()
 
     async def ping(self) -> None:
-        async with self.engine.connect() as connection:
-            await connection.execute(text("SELECT 1"))
+        """ReadFailed unless the database answers a statement on the request path's pool."""
+        async with self.reader() as connection:
+            await connection.fetch(_PING)
 
     async def dispose(self) -> None:
-        await self.engine.dispose()
+        for engine in self.engines:
+            await engine.dispose()

@@ -17,18 +17,23 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
 
-from sqlalchemy import select
-from sqlalchemy.exc import SQLAlchemyError
+from sqlalchemy import bindparam, select
 from sqlalchemy.ext.asyncio import AsyncSession
 
-from engine.db import Reader
+from engine.db import Reader, ReadFailed, fetch
 from engine.errors import InvalidApiKey, ServiceUnavailable
+from engine.statements import ReadStatement
 from engine.tables import ApiKey
 
 TOKEN_PREFIX = "cpk_"  # noqa: S105 (a public prefix, not a secret)
 _TOKEN_SHAPE = re.compile(r"cpk_([a-z2-7]{12})_([A-Za-z0-9_-]{43})", re.ASCII)
 # Compared against when the key id is unknown, so that path does the same work.
 _ABSENT_HASH = "0" * 64
+_KEY_BY_ID = ReadStatement(
+    select(ApiKey.key_id, ApiKey.campaign_id, ApiKey.owner_id, ApiKey.secret_hash, ApiKey.revoked_at).where(
+        ApiKey.key_id == bindparam("key_id")  # type: ignore[arg-type]
+    )
+)
 
 
 @dataclass(frozen=True, slots=True)
@@ -83,13 +88,10 @@ async def verify_api_key(db: Reader, *, token: str, pepper: bytes | None) -> Ver
 
 async def _check_stored_key(db: Reader, *, key_id: str, secret_hash: str) -> VerifiedKey:
     try:
-        result = await db.execute(
-            select(ApiKey.key_id, ApiKey.campaign_id, ApiKey.owner_id, ApiKey.secret_hash, ApiKey.revoked_at)
-            .where(ApiKey.key_id == key_id)
-        )
-        row = result.first()
-    except SQLAlchemyError as exc:
+        rows = await fetch(db, _KEY_BY_ID, {"key_id": key_id})
+    except ReadFailed as exc:
         raise ServiceUnavailable("key store unreachable") from exc
+    row = rows[0] if rows else None
     expected = row.secret_hash if row is not None else _ABSENT_HASH
     matches = hmac.compare_digest(secret_hash, expected)
     if row is None or not matches or row.revoked_at is not None:

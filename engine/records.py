@@ -9,20 +9,24 @@ Database failures become `FetchFailed`; callers never see driver exceptions.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from enum import Enum
+from functools import cache
 from typing import Any
 
-from sqlalchemy import ColumnElement, Row, Select, and_, select, tuple_, union_all
-from sqlalchemy.exc import SQLAlchemyError
+from sqlalchemy import ColumnElement, and_, bindparam, select, tuple_, union_all
 
 from engine.cursor import Cursor, SortKeyValue, decode_cursor, encode_cursor
-from engine.db import Reader
+from engine.db import Reader, ReadFailed, fetch
 from engine.errors import FetchFailed, InvalidCursor, RecordNotFound
 from engine.pagination import Page, clamp_limit
+from engine.statements import ReadStatement
 from engine.tables import Character, Faction, Item, Location, Session, WikiEntityColumns
+
+# Rows have attribute access by column name (named tuples or SQLAlchemy rows).
+Row = Any
 
 PUBLIC = "public"
 SESSION_NOT_FOUND = "Session not found"
@@ -84,21 +88,22 @@ def _entity_list_columns(kind: EntityKind) -> list[Any]:
     return columns
 
 
-async def _fetch(db: Reader, statement: Any, *, failure: str) -> Sequence[Row[Any]]:
+async def _fetch(
+    db: Reader, statement: ReadStatement, parameters: Mapping[str, Any], *, failure: str
+) -> Sequence[Row]:
     try:
-        result = await db.execute(statement)
-        return result.all()
-    except SQLAlchemyError as exc:
+        return await fetch(db, statement, parameters)
+    except ReadFailed as exc:
         raise FetchFailed(failure) from exc
 
 
 def _page(
-    rows: Sequence[Row[Any]],
+    rows: Sequence[Row],
     *,
     limit: int,
     offset: int,
-    sort_key: Callable[[Row[Any]], tuple[SortKeyValue, ...]],
-) -> Page[Row[Any]]:
+    sort_key: Callable[[Row], tuple[SortKeyValue, ...]],
+) -> Page[Row]:
     items = list(rows[:limit])
     if len(rows) <= limit:
         return Page(items=items, next_cursor=None)
@@ -137,57 +142,78 @@ _SESSION_ORDER = (("recording_date", True), ("id", False))
 _ENTITY_ORDER = (("sort_order", False), ("name", False), ("id", False))
 
 
+class Shape(Enum):
+    """Where a page starts, which decides its statement: each shape is built once."""
+
+    FIRST = "first"  # no cursor
+    OFFSET = "offset"  # a bare-offset cursor
+    SEEK = "seek"  # past a sort key whose first value is set
+    SEEK_NULL = "seek-null"  # past a sort key whose first value is NULL (undated, unordered)
+
+
 def _ordered(order: tuple[tuple[str, bool], ...], columns: Any) -> list[Any]:
     return [(columns[name].desc() if descending else columns[name].asc()).nulls_last() for name, descending in order]
 
 
-def _page_query(
+def _page_statement(
     columns: list[Any],
     *,
     visible: list[ColumnElement[bool]],
     order: tuple[tuple[str, bool], ...],
-    position: Cursor,
-    after: Callable[[tuple[SortKeyValue, ...]], list[ColumnElement[bool]]],
-    size: int,
-) -> Select[Any]:
-    """One page of a list: from the start, past `offset` rows, or seeking past a sort key.
+    shape: Shape,
+    after: Callable[[bool], list[ColumnElement[bool]]],
+) -> ReadStatement:
+    """One page of a list (`size` rows): from the start, past `offset` rows, or seeking
+    past a sort key.
 
     A seek is the union of a few ranges, each an index range scan in list order capped at
     `size` rows, merged and cut to `size`: it reads about `size` index entries however
     deep the page. (One OR of the ranges would make PostgreSQL walk the index from the
     start and filter, which costs as much as OFFSET.)
     """
-    if not position.after:
+    size = bindparam("size")
+    if shape in (Shape.FIRST, Shape.OFFSET):
         base = select(*columns).where(*visible)
-        if position.offset:
-            base = base.offset(position.offset)
-        return base.order_by(*_ordered(order, base.selected_columns)).limit(size)
+        if shape is Shape.OFFSET:
+            base = base.offset(bindparam("offset"))
+        return ReadStatement(base.order_by(*_ordered(order, base.selected_columns)).limit(size))
     ranges = []
-    for condition in after(position.after):
+    for condition in after(shape is Shape.SEEK_NULL):
         part = select(*columns).where(*visible, condition)
         ranges.append(select(*part.order_by(*_ordered(order, part.selected_columns)).limit(size).subquery().c))
     merged = union_all(*ranges).subquery()
-    return select(*merged.c).order_by(*_ordered(order, merged.c)).limit(size)
+    return ReadStatement(select(*merged.c).order_by(*_ordered(order, merged.c)).limit(size))
+
+
+def _page_parameters(scope: CampaignScope, position: Cursor, size: int) -> dict[str, Any]:
+    parameters: dict[str, Any] = {"campaign_id": scope.campaign_id, "size": size}
+    if position.offset and not position.after:
+        parameters["offset"] = position.offset
+    return parameters
+
+
+def _start_shape(position: Cursor) -> Shape:
+    return Shape.OFFSET if position.offset else Shape.FIRST
 
 
 # --- sessions -------------------------------------------------------------------------
 
 
-def _session_sort_key(row: Row[Any]) -> tuple[SortKeyValue, ...]:
+def _session_sort_key(row: Row) -> tuple[SortKeyValue, ...]:
     recorded = row.recording_date.isoformat() if row.recording_date is not None else None
     return (recorded, row.id)
 
 
-def _after_session(after: tuple[SortKeyValue, ...]) -> list[ColumnElement[bool]]:
-    """Rows strictly after (recording_date, id) in newest-first, undated-last order, as
-    disjoint ranges that each follow the list index (see `_seek`)."""
+def _session_seek(after: tuple[SortKeyValue, ...]) -> tuple[Shape, dict[str, Any]]:
+    """The shape and parameters of a seek past (recording_date, id); InvalidCursor unless
+    the cursor's key could have come from a page."""
     if len(after) != 2 or not _is_key_text(after[1]):
         raise InvalidCursor("Invalid cursor")
     if after[0] is not None and not _is_key_text(after[0]):
         raise InvalidCursor("Invalid cursor")
     recorded_raw, last_id = after
     if recorded_raw is None:
-        return [and_(Session.recording_date.is_(None), Session.id > last_id)]  # type: ignore[union-attr,operator]
+        return Shape.SEEK_NULL, {"after_id": last_id}
     try:
         recorded = datetime.fromisoformat(recorded_raw)
     except ValueError as exc:
@@ -198,11 +224,47 @@ def _after_session(after: tuple[SortKeyValue, ...]) -> list[ColumnElement[bool]]
         recorded = recorded.astimezone(UTC)
     except OverflowError as exc:  # e.g. 9999-12-31T23:00:00-05:00
         raise InvalidCursor("Invalid cursor") from exc
+    return Shape.SEEK, {"after_date": recorded, "after_id": last_id}
+
+
+def _after_session(undated: bool) -> list[ColumnElement[bool]]:
+    """Rows strictly after (after_date, after_id) in newest-first, undated-last order, as
+    disjoint ranges that each follow the list index (see `_page_statement`)."""
+    after_id = Session.id > bindparam("after_id")  # type: ignore[operator]
+    if undated:
+        return [and_(Session.recording_date.is_(None), after_id)]  # type: ignore[union-attr]
+    after_date = bindparam("after_date", type_=Session.__table__.c.recording_date.type)  # type: ignore[attr-defined]
     return [
-        and_(Session.recording_date == recorded, Session.id > last_id),  # type: ignore[operator]
-        Session.recording_date < recorded,  # type: ignore[operator]
+        and_(Session.recording_date == after_date, after_id),
+        Session.recording_date < after_date,  # type: ignore[operator]
         Session.recording_date.is_(None),  # type: ignore[union-attr]
     ]
+
+
+def _session_columns(with_summary: bool) -> list[Any]:
+    return _session_list_columns() + ([Session.summary] if with_summary else [])
+
+
+def _session_visible() -> list[ColumnElement[bool]]:
+    return [Session.campaign_id == bindparam("campaign_id"), Session.visibility == PUBLIC]  # type: ignore[list-item]
+
+
+@cache
+def _session_page(with_summary: bool, shape: Shape) -> ReadStatement:
+    return _page_statement(
+        _session_columns(with_summary),
+        visible=_session_visible(),
+        order=_SESSION_ORDER,
+        shape=shape,
+        after=_after_session,
+    )
+
+
+@cache
+def _session_by_id(with_summary: bool) -> ReadStatement:
+    return ReadStatement(
+        select(*_session_columns(with_summary)).where(Session.id == bindparam("record_id"), *_session_visible())
+    )
 
 
 async def list_sessions(
@@ -212,34 +274,23 @@ async def list_sessions(
     limit: int | None,
     cursor: str | None,
     with_summary: bool = False,
-) -> Page[Row[Any]]:
+) -> Page[Row]:
     page_size = clamp_limit(limit)
     position = _parse_cursor(cursor)
-    columns = _session_list_columns() + ([Session.summary] if with_summary else [])
-    statement = _page_query(
-        columns,
-        visible=[Session.campaign_id == scope.campaign_id, Session.visibility == PUBLIC],
-        order=_SESSION_ORDER,
-        position=position,
-        after=_after_session,
-        size=page_size + 1,
-    )
-    rows = await _fetch(db, statement, failure="Failed to fetch sessions")
+    parameters = _page_parameters(scope, position, page_size + 1)
+    shape = _start_shape(position)
+    if position.after:
+        shape, seek = _session_seek(position.after)
+        parameters.update(seek)
+    rows = await _fetch(db, _session_page(with_summary, shape), parameters, failure="Failed to fetch sessions")
     return _page(rows, limit=page_size, offset=position.offset, sort_key=_session_sort_key)
 
 
-async def get_session(
-    db: Reader, *, scope: CampaignScope, session_id: str, with_summary: bool = True
-) -> Row[Any]:
+async def get_session(db: Reader, *, scope: CampaignScope, session_id: str, with_summary: bool = True) -> Row:
     if not _is_storable_text(session_id):
         raise RecordNotFound(SESSION_NOT_FOUND)
-    columns = _session_list_columns() + ([Session.summary] if with_summary else [])
-    statement = select(*columns).where(
-        Session.id == session_id,
-        Session.campaign_id == scope.campaign_id,
-        Session.visibility == PUBLIC,
-    )
-    rows = await _fetch(db, statement, failure="Failed to fetch session")
+    parameters = {"record_id": session_id, "campaign_id": scope.campaign_id}
+    rows = await _fetch(db, _session_by_id(with_summary), parameters, failure="Failed to fetch session")
     if not rows:
         raise RecordNotFound(SESSION_NOT_FOUND)
     return rows[0]
@@ -248,26 +299,39 @@ async def get_session(
 # --- wiki entities (locations, characters, factions, items) ---------------------------
 
 
-def _entity_sort_key(row: Row[Any]) -> tuple[SortKeyValue, ...]:
+def _entity_sort_key(row: Row) -> tuple[SortKeyValue, ...]:
     return (row.sort_order, row.name, row.id)
 
 
-def _after_entity(table: type[WikiEntityColumns], after: tuple[SortKeyValue, ...]) -> list[ColumnElement[bool]]:
-    """Rows strictly after (sort_order, name, id) in sort-order (nulls last), name, id
-    order, as disjoint ranges that each follow the list index (see `_seek`)."""
+def _entity_seek(after: tuple[SortKeyValue, ...]) -> tuple[Shape, dict[str, Any]]:
+    """The shape and parameters of a seek past (sort_order, name, id); InvalidCursor
+    unless the cursor's key could have come from a page."""
     if len(after) != 3 or not all(_is_key_text(value) for value in after[1:]):
         raise InvalidCursor("Invalid cursor")
     if not (after[0] is None or (isinstance(after[0], int) and after[0] in _SORT_ORDER_RANGE)):
         raise InvalidCursor("Invalid cursor")
     sort_order, name, last_id = after
-    # A row comparison over two ascending columns is one index range on both databases.
-    after_name = tuple_(table.name, table.id) > tuple_(name, last_id)
+    parameters = {"after_name": name, "after_id": last_id}
     if sort_order is None:
-        return [and_(table.sort_order.is_(None), after_name)]  # type: ignore[union-attr]
+        return Shape.SEEK_NULL, parameters
+    return Shape.SEEK, {**parameters, "after_sort": sort_order}
+
+
+def _after_entity(table: type[WikiEntityColumns], unordered: bool) -> list[ColumnElement[bool]]:
+    """Rows strictly after (after_sort, after_name, after_id) in sort-order (nulls last),
+    name, id order, as disjoint ranges that each follow the list index."""
+    columns = table.__table__.c  # type: ignore[attr-defined]
+    # A row comparison over two ascending columns is one index range on both databases.
+    after_name = tuple_(columns.name, columns.id) > tuple_(
+        bindparam("after_name", type_=columns.name.type), bindparam("after_id", type_=columns.id.type)
+    )
+    if unordered:
+        return [and_(columns.sort_order.is_(None), after_name)]
+    after_sort = bindparam("after_sort", type_=columns.sort_order.type)
     return [
-        and_(table.sort_order == sort_order, after_name),  # type: ignore[arg-type]
-        table.sort_order > sort_order,  # type: ignore[operator]
-        table.sort_order.is_(None),  # type: ignore[union-attr]
+        and_(columns.sort_order == after_sort, after_name),
+        columns.sort_order > after_sort,
+        columns.sort_order.is_(None),
     ]
 
 
@@ -275,8 +339,31 @@ def _entity_order(table: type[WikiEntityColumns]) -> list[Any]:
     return _ordered(_ENTITY_ORDER, table.__table__.c)  # type: ignore[attr-defined]
 
 
-def _visible(table: type[WikiEntityColumns], scope: CampaignScope) -> list[ColumnElement[bool]]:
-    return [table.campaign_id == scope.campaign_id, table.hidden_from_wiki.is_(False)]  # type: ignore[list-item,attr-defined]
+def _visible(table: type[WikiEntityColumns]) -> list[ColumnElement[bool]]:
+    return [table.campaign_id == bindparam("campaign_id"), table.hidden_from_wiki.is_(False)]  # type: ignore[list-item,attr-defined]
+
+
+def _entity_columns(kind: EntityKind, with_description: bool) -> list[Any]:
+    return _entity_list_columns(kind) + ([kind.table.description] if with_description else [])
+
+
+@cache
+def _entity_page(kind: EntityKind, with_description: bool, shape: Shape) -> ReadStatement:
+    return _page_statement(
+        _entity_columns(kind, with_description),
+        visible=_visible(kind.table),
+        order=_ENTITY_ORDER,
+        shape=shape,
+        after=lambda unordered: _after_entity(kind.table, unordered),
+    )
+
+
+@cache
+def _entity_by_id(kind: EntityKind, with_description: bool) -> ReadStatement:
+    table = kind.table
+    return ReadStatement(
+        select(*_entity_columns(kind, with_description)).where(table.id == bindparam("record_id"), *_visible(table))
+    )
 
 
 async def list_entities(
@@ -287,20 +374,16 @@ async def list_entities(
     limit: int | None,
     cursor: str | None,
     with_description: bool = False,
-) -> Page[Row[Any]]:
+) -> Page[Row]:
     page_size = clamp_limit(limit)
     position = _parse_cursor(cursor)
-    table = kind.table
-    columns = _entity_list_columns(kind) + ([table.description] if with_description else [])
-    statement = _page_query(
-        columns,
-        visible=_visible(table, scope),
-        order=_ENTITY_ORDER,
-        position=position,
-        after=lambda after: _after_entity(table, after),
-        size=page_size + 1,
-    )
-    rows = await _fetch(db, statement, failure=kind.fetch_failed_message)
+    parameters = _page_parameters(scope, position, page_size + 1)
+    shape = _start_shape(position)
+    if position.after:
+        shape, seek = _entity_seek(position.after)
+        parameters.update(seek)
+    statement = _entity_page(kind, with_description, shape)
+    rows = await _fetch(db, statement, parameters, failure=kind.fetch_failed_message)
     return _page(rows, limit=page_size, offset=position.offset, sort_key=_entity_sort_key)
 
 
@@ -311,46 +394,49 @@ async def get_entity(
     scope: CampaignScope,
     entity_id: str,
     with_description: bool = True,
-) -> Row[Any]:
+) -> Row:
     if not _is_storable_text(entity_id):
         raise RecordNotFound(ENTITY_NOT_FOUND)
-    table = kind.table
-    columns = _entity_list_columns(kind) + ([table.description] if with_description else [])
-    statement = select(*columns).where(table.id == entity_id, *_visible(table, scope))
-    rows = await _fetch(db, statement, failure=kind.fetch_failed_message)
+    parameters = {"record_id": entity_id, "campaign_id": scope.campaign_id}
+    rows = await _fetch(db, _entity_by_id(kind, with_description), parameters, failure=kind.fetch_failed_message)
     if not rows:
         raise RecordNotFound(ENTITY_NOT_FOUND)
     return rows[0]
 
 
-def _nested_location_columns() -> list[Any]:
-    # A nested location (parent, children) may be asked for its description too.
-    return [*_entity_list_columns(EntityKind.LOCATION), Location.description]
+# A nested location (parent, children) may be asked for its description too.
+_NESTED_LOCATION_COLUMNS = _entity_columns(EntityKind.LOCATION, with_description=True)
+
+_VISIBLE_LOCATIONS_BY_ID = ReadStatement(
+    select(*_NESTED_LOCATION_COLUMNS).where(
+        Location.id.in_(bindparam("ids", expanding=True)),  # type: ignore[attr-defined]
+        *_visible(Location),
+    ),
+    expanding=True,
+)
+
+_VISIBLE_CHILDREN = ReadStatement(
+    select(*_NESTED_LOCATION_COLUMNS)
+    .where(Location.parent_id.in_(bindparam("ids", expanding=True)), *_visible(Location))  # type: ignore[union-attr]
+    .order_by(*_entity_order(Location)),
+    expanding=True,
+)
 
 
-async def visible_locations_by_id(
-    db: Reader, *, scope: CampaignScope, location_ids: Sequence[str]
-) -> dict[str, Row[Any]]:
+async def visible_locations_by_id(db: Reader, *, scope: CampaignScope, location_ids: Sequence[str]) -> dict[str, Row]:
     """Visible locations among `location_ids` (for batched parent lookups)."""
-    statement = select(*_nested_location_columns()).where(
-        Location.id.in_(location_ids),  # type: ignore[attr-defined]
-        *_visible(Location, scope),
-    )
-    rows = await _fetch(db, statement, failure=EntityKind.LOCATION.fetch_failed_message)
+    parameters = {"ids": list(location_ids), "campaign_id": scope.campaign_id}
+    rows = await _fetch(db, _VISIBLE_LOCATIONS_BY_ID, parameters, failure=EntityKind.LOCATION.fetch_failed_message)
     return {row.id: row for row in rows}
 
 
 async def visible_children_by_parent(
     db: Reader, *, scope: CampaignScope, parent_ids: Sequence[str]
-) -> dict[str, list[Row[Any]]]:
+) -> dict[str, list[Row]]:
     """Visible children of each parent, in list order (for batched children lookups)."""
-    statement = (
-        select(*_nested_location_columns())
-        .where(Location.parent_id.in_(parent_ids), *_visible(Location, scope))  # type: ignore[union-attr]
-        .order_by(*_entity_order(Location))
-    )
-    rows = await _fetch(db, statement, failure=EntityKind.LOCATION.fetch_failed_message)
-    children: dict[str, list[Row[Any]]] = {parent_id: [] for parent_id in parent_ids}
+    parameters = {"ids": list(parent_ids), "campaign_id": scope.campaign_id}
+    rows = await _fetch(db, _VISIBLE_CHILDREN, parameters, failure=EntityKind.LOCATION.fetch_failed_message)
+    children: dict[str, list[Row]] = {parent_id: [] for parent_id in parent_ids}
     for row in rows:
         children[row.parent_id].append(row)
     return children

@@ -36,7 +36,8 @@ CORS_EXPOSED_HEADERS = ("X-RateLimit-Limit", "X-RateLimit-Remaining", "X-RateLim
 def create_app(settings: Settings | None = None) -> FastAPI:
     runtime = Runtime.build(settings or get_settings())
     configure_logging(runtime.settings.log_level)
-    watch_database_errors(runtime.database.engine)
+    for engine in runtime.database.engines:
+        watch_database_errors(engine)
 
     @asynccontextmanager
     async def lifespan(_app: FastAPI) -> AsyncIterator[None]:

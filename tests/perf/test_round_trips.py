@@ -1,6 +1,7 @@
 """Round trips per request, counted in-process: a regression guard for the cost model.
 
-SQL: every statement the app's engine sends (`before_cursor_execute`). A REST request
+SQL: every statement the app sends (handed to the driver by engine/db.py, or through
+SQLAlchemy's cursors), connections taken from the pool and pool pings. A REST request
 costs the key lookup plus its one query; a key verified less than KEY_CACHE_S ago costs
 nothing; nested GraphQL locations go through the context's DataLoaders, so their cost
 does not grow with the number of locations (no N+1).
@@ -18,12 +19,14 @@ Without REDIS_URL the limiter keeps its counters in process memory and opens not
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import re
 import socket
 from collections.abc import AsyncIterator, Awaitable, Iterator
 from contextlib import asynccontextmanager, contextmanager
 from dataclasses import dataclass
 from typing import Any
+from unittest.mock import patch
 
 import httpx
 import pytest
@@ -33,6 +36,7 @@ from redis.asyncio.connection import AbstractConnection
 from sqlalchemy import event
 from sqlalchemy.ext.asyncio import AsyncSession
 
+from engine import db as db_module
 from engine.db import Database
 from engine.keys import create_api_key
 from engine.settings import Settings
@@ -199,7 +203,8 @@ async def app_client(settings: Settings) -> AsyncIterator[tuple[FastAPI, httpx.A
 class SqlCount:
     selects: list[str]
     others: list[str]  # neither a SELECT nor noise: must stay empty for a read-only API
-    pings: int  # pool pre-ping round trips (PostgreSQL), which bypass the cursor events
+    checkouts: int  # connections the request path took from its pool
+    pings: int  # pool pre-ping round trips, which bypass the cursor events
 
     def shapes(self) -> list[str]:
         """What each SELECT reads, e.g. `api_keys`, `locations`, `locations by parent_id IN`."""
@@ -220,39 +225,61 @@ def _shape(statement: str) -> str:
 @dataclass(slots=True)
 class _SqlLog:
     statements: list[str]
+    checkouts: int = 0
     pings: int = 0
 
 
 @contextmanager
 def _logging_sql(app: FastAPI) -> Iterator[_SqlLog]:
+    """Records what reaches the database: statements the request path hands its driver
+    (engine/db.py), statements SQLAlchemy's cursors send, pool checkouts and pings."""
     log = _SqlLog(statements=[])
-    target = app.state.runtime.database.engine.sync_engine
-    dialect = target.dialect
-    ping = dialect.do_ping
+    database = app.state.runtime.database
+    engines = [engine.sync_engine for engine in database.engines]
+    backend = database.read_engine.dialect.name
+    driver_rows = db_module._DRIVER_ROWS[backend]
+
+    async def recorded_rows(connection: Any, sql: str, arguments: Any) -> list[Any]:
+        log.statements.append(sql)
+        return await driver_rows(connection, sql, arguments)
 
     def record(_connection: Any, _cursor: Any, statement: str, *_args: Any) -> None:
         log.statements.append(statement)
 
-    def counted_ping(dbapi_connection: Any) -> bool:
-        log.pings += 1
-        return bool(ping(dbapi_connection))
+    def checked_out(*_args: Any) -> None:
+        log.checkouts += 1
 
-    event.listen(target, "before_cursor_execute", record)
-    dialect.do_ping = counted_ping  # type: ignore[method-assign]
-    try:
-        yield log
-    finally:
-        event.remove(target, "before_cursor_execute", record)
-        del dialect.do_ping  # the class's method again
+    pings = {engine: engine.dialect.do_ping for engine in engines}
+
+    def counted_ping(engine: Any) -> Any:
+        def ping(dbapi_connection: Any) -> bool:
+            log.pings += 1
+            return bool(pings[engine](dbapi_connection))
+
+        return ping
+
+    with patch.dict(db_module._DRIVER_ROWS, {backend: recorded_rows}):
+        for engine in engines:
+            event.listen(engine, "before_cursor_execute", record)
+            engine.dialect.do_ping = counted_ping(engine)  # type: ignore[method-assign]
+        event.listen(database.read_engine.sync_engine.pool, "checkout", checked_out)
+        try:
+            yield log
+        finally:
+            event.remove(database.read_engine.sync_engine.pool, "checkout", checked_out)
+            for engine in engines:
+                event.remove(engine, "before_cursor_execute", record)
+                with contextlib.suppress(AttributeError):
+                    del engine.dialect.do_ping  # the class's method again
 
 
 async def sql_of(app: FastAPI, request: Awaitable[httpx.Response]) -> tuple[httpx.Response, SqlCount]:
-    """The response to `request` and the statements the app's engine sent for it."""
+    """The response to `request` and the statements the app sent to its database for it."""
     with _logging_sql(app) as log:
         response = await request
     selects = [statement for statement in log.statements if _verb(statement) == "SELECT"]
     others = [statement for statement in log.statements if _verb(statement) not in ("SELECT", *SQL_NOISE)]
-    return response, SqlCount(selects=selects, others=others, pings=log.pings)
+    return response, SqlCount(selects=selects, others=others, checkouts=log.checkouts, pings=log.pings)
 
 
 class TestSqlStatementsPerRequest:
@@ -260,21 +287,22 @@ class TestSqlStatementsPerRequest:
         async with app_client(app_settings(seeded, key_cache_s=0)) as (app, client):
             # The engine's first connection runs the dialect's set-up queries: not a request's.
             assert (await client.get(f"{PREFIX}/sessions", headers=seeded.small.auth)).status_code == 200
-            shapes, others, pings = {}, {}, {}
+            shapes, others, connections = {}, {}, {}
             for path in seeded.paths():
                 response, count = await sql_of(app, client.get(path, headers=seeded.small.auth))
                 assert response.status_code == 200, (path, response.text)
-                shapes[path], others[path], pings[path] = count.shapes(), count.others, count.pings
+                shapes[path], others[path] = count.shapes(), count.others
+                connections[path] = (count.checkouts, count.pings)
         for path in shapes:
             print(
                 f"[{seeded.backend}] KEY_CACHE_S=0 {path}: {len(shapes[path])} SELECTs {shapes[path]}"
-                f" + {pings[path]} pool ping"
+                f" on {connections[path][0]} connection, {connections[path][1]} pool ping"
             )
         collection_of = {path: path.removeprefix(PREFIX + "/").split("/")[0] for path in shapes}
         assert shapes == {path: ["api_keys", collection_of[path]] for path in shapes}
         assert others == {path: [] for path in shapes}
-        # One connection checkout per request (pre-pinged on PostgreSQL), never two.
-        assert set(pings.values()) <= {0, 1}
+        # One connection per request, lent without a ping (a dropped one is retried instead).
+        assert connections == {path: (1, 0) for path in shapes}
 
     async def test_a_warm_key_costs_no_statement(self, seeded: Seeded) -> None:
         async with app_client(app_settings(seeded)) as (app, client):
