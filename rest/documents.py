@@ -77,3 +77,17 @@ FACTIONS_LIST = _list_document("PublicFactions", "factions", _OTHER_ENTITY_FIELD
 FACTION_RECORD = _record_document("PublicFaction", "faction", _OTHER_ENTITY_FIELDS + _DESCRIPTION_FIELDS)
 ITEMS_LIST = _list_document("PublicItems", "items", _OTHER_ENTITY_FIELDS)
 ITEM_RECORD = _record_document("PublicItem", "item", _OTHER_ENTITY_FIELDS + _DESCRIPTION_FIELDS)
+
+# Every document above, prepared once per process (rest/runtime.py).
+ALL = (
+    SESSIONS_LIST,
+    SESSION_RECORD,
+    LOCATIONS_LIST,
+    LOCATION_RECORD,
+    CHARACTERS_LIST,
+    CHARACTER_RECORD,
+    FACTIONS_LIST,
+    FACTION_RECORD,
+    ITEMS_LIST,
+    ITEM_RECORD,
+)

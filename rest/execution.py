@@ -9,21 +9,18 @@ from engine.errors import FetchFailed
 from engine.records import CampaignScope
 from graphql_schema.context import CampaignContext
 from graphql_schema.errors import domain_error_of
-from graphql_schema.schema import CampaignSchema
+from graphql_schema.prepared import PreparedQuery
 
 
 async def run_document(
-    schema: CampaignSchema,
+    query: PreparedQuery,
     *,
-    document: str,
     variables: dict[str, Any],
     db: Reader,
     scope: CampaignScope,
 ) -> dict[str, Any]:
     """The document's data; its first error re-raised as the domain error it carries."""
-    result = await schema.execute(
-        document, variable_values=variables, context_value=CampaignContext(db=db, scope=scope)
-    )
+    result = await query.execute(variables=variables, context=CampaignContext(db=db, scope=scope))
     if result.errors:
         domain_error = domain_error_of(result.errors[0])
         # Anything unexpected is the endpoint's documented 500, never a traceback.

@@ -128,8 +128,7 @@ async def _serve(
     async with runtime.database.reader() as db:
         principal = await runtime.guard.admit(request, db)
         data = await run_document(
-            runtime.schema,
-            document=document,
+            runtime.queries[document],
             variables=variables(),
             db=db,
             scope=CampaignScope(campaign_id=principal.key.campaign_id),

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass
 
 from starlette.requests import Request
@@ -10,7 +11,9 @@ from engine.db import Database
 from engine.keys import KeyVerifier
 from engine.ratelimit import RateLimits
 from engine.settings import Settings
+from graphql_schema.prepared import PreparedQuery
 from graphql_schema.schema import CampaignSchema, build_schema
+from rest import documents
 from rest.guard import Guard
 
 
@@ -21,6 +24,8 @@ class Runtime:
     limits: RateLimits
     guard: Guard
     schema: CampaignSchema
+    # The REST endpoints' documents, by their text.
+    queries: Mapping[str, PreparedQuery]
 
     @classmethod
     def build(cls, settings: Settings) -> Runtime:
@@ -28,12 +33,14 @@ class Runtime:
         verifier = KeyVerifier(
             pepper=settings.pepper, fresh_s=settings.key_cache_s, stale_s=settings.key_cache_stale_s
         )
+        schema = build_schema(introspection=settings.graphql_introspection)
         return cls(
             settings=settings,
             database=Database(settings),
             limits=limits,
             guard=Guard(settings=settings, limits=limits, verifier=verifier),
-            schema=build_schema(introspection=settings.graphql_introspection),
+            schema=schema,
+            queries={document: PreparedQuery(schema, document) for document in documents.ALL},
         )
 
 

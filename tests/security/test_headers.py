@@ -122,7 +122,10 @@ class TestEveryResponse:
         async def broken(*_args: Any, **_kwargs: Any) -> Any:
             raise RuntimeError("a bug")
 
+        # /graphql runs the schema; the REST endpoints their prepared documents.
         app.state.runtime.schema.execute = broken
+        for query in app.state.runtime.queries.values():
+            query.execute = broken
         async with asgi_client(settings, app=app, raise_app_exceptions=False) as broken_client:
             if path == "/graphql":
                 response = await broken_client.post(path, json={"query": "{ __typename }"}, headers=world.auth)

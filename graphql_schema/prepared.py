@@ -1,0 +1,58 @@
+"""Fixed documents (the REST endpoints'), parsed and validated once, run by graphql-core.
+
+`Schema.execute` does per-request work that only matters for documents a client sends:
+parser and validation cache lookups keyed by the document text, an extension runner with
+its hooks, a middleware manager. A fixed document needs none of it after the first time,
+so it is parsed and validated when the process starts and each request goes straight to
+graphql-core's `execute`, with the schema's own executor class and the same metrics and
+error logging as an operation through `Schema.execute`.
+"""
+
+from __future__ import annotations
+
+import time
+from typing import Any
+
+from graphql import ExecutionResult, execute, parse, validate
+from strawberry.execution.is_awaitable import optimized_is_awaitable
+
+from engine.metrics import GRAPHQL_OPERATION_DURATION
+from graphql_schema.context import CampaignContext
+from graphql_schema.schema import CampaignSchema
+
+
+class InvalidDocument(ValueError):
+    """A fixed document does not validate against the schema (a programming error)."""
+
+
+class PreparedQuery:
+    """One fixed query document, ready to execute against one schema."""
+
+    def __init__(self, schema: CampaignSchema, document: str) -> None:
+        self._schema = schema
+        self._document = parse(document)
+        errors = validate(schema._schema, self._document)
+        if errors:
+            raise InvalidDocument("; ".join(error.message for error in errors))
+
+    async def execute(self, *, variables: dict[str, Any], context: CampaignContext) -> ExecutionResult:
+        started = time.perf_counter()
+        result = execute(
+            self._schema._schema,
+            self._document,
+            context_value=context,
+            variable_values=variables,
+            executor_class=self._schema.execution_context_class,
+            is_awaitable=optimized_is_awaitable,
+            operation_extensions=None,
+        )
+        if optimized_is_awaitable(result):
+            result = await result  # type: ignore[misc]
+        assert isinstance(result, ExecutionResult)
+        if result.errors:
+            self._schema.process_errors(result.errors)
+        outcome = "error" if result.errors else "ok"
+        GRAPHQL_OPERATION_DURATION.labels(operation_type="query", outcome=outcome).observe(
+            time.perf_counter() - started
+        )
+        return result
