@@ -9,8 +9,8 @@ from collections.abc import Callable
 from typing import Annotated, Any
 
 import strawberry
+from graphql import FieldNode, FragmentSpreadNode, SelectionNode
 from strawberry.types import Info
-from strawberry.types.nodes import Selection
 
 from engine.pagination import DEFAULT_LIMIT, Page
 from engine.records import EntityKind, get_entity, get_session, list_entities, list_sessions
@@ -39,13 +39,29 @@ SUMMARY_FIELDS = {"summaryMarkdown", "summaryText"}
 DESCRIPTION_FIELDS = {"descriptionMarkdown", "descriptionText"}
 
 
-def _selects_any(selections: list[Selection], names: set[str]) -> bool:
-    """Whether any of `names` is selected anywhere below (fragments included)."""
-    for selection in selections:
-        if getattr(selection, "name", None) in names:
+def _selects_any(info: Ctx, names: set[str]) -> bool:
+    """Whether any of `names` is selected anywhere below the field (fragments included).
+
+    Walks graphql-core's syntax nodes: Strawberry's `selected_fields` would first convert
+    the whole selection (arguments, directives) on every request.
+    """
+    raw = info._raw_info
+    pending: list[SelectionNode] = [
+        selection for node in raw.field_nodes if node.selection_set for selection in node.selection_set.selections
+    ]
+    spread: set[str] = set()
+    while pending:
+        selection = pending.pop()
+        if isinstance(selection, FieldNode) and selection.name.value in names:
             return True
-        if _selects_any(list(selection.selections), names):
-            return True
+        if isinstance(selection, FragmentSpreadNode):
+            fragment = raw.fragments.get(selection.name.value)
+            if fragment is None or selection.name.value in spread:
+                continue
+            spread.add(selection.name.value)
+            pending.extend(fragment.selection_set.selections)
+        elif selection.selection_set is not None:  # type: ignore[attr-defined]
+            pending.extend(selection.selection_set.selections)  # type: ignore[attr-defined]
     return False
 
 
@@ -59,7 +75,7 @@ async def _sessions(
     cursor: CursorArgument = None,
 ) -> SessionPage:
     ctx = info.context
-    with_summary = _selects_any(info.selected_fields, SUMMARY_FIELDS)
+    with_summary = _selects_any(info, SUMMARY_FIELDS)
     page = await ctx.read(
         lambda db: list_sessions(db, scope=ctx.scope, limit=limit, cursor=cursor, with_summary=with_summary)
     )
@@ -78,7 +94,7 @@ def _entity_list_resolver(kind: EntityKind, page_type: type) -> Callable[..., An
         cursor: CursorArgument = None,
     ) -> Any:
         ctx = info.context
-        with_description = _selects_any(info.selected_fields, DESCRIPTION_FIELDS)
+        with_description = _selects_any(info, DESCRIPTION_FIELDS)
         page = await ctx.read(
             lambda db: list_entities(
                 db, kind=kind, scope=ctx.scope, limit=limit, cursor=cursor, with_description=with_description
