@@ -151,7 +151,9 @@ def create_engine(settings: Settings, *, reads: bool = False) -> AsyncEngine:
         # An exhausted pool waits this long, then the read fails with the 500 body.
         pool_timeout=settings.db_pool_timeout_s,
         connect_args={
-            "options": f"-c statement_timeout={settings.statement_timeout_ms}",
+            # UTC sessions: timestamps arrive as datetime.UTC-aware values, which the
+            # column type then passes through without converting each one.
+            "options": f"-c statement_timeout={settings.statement_timeout_ms} -c TimeZone=UTC",
             "connect_timeout": max(1, int(settings.db_pool_timeout_s)),
         },
         **options,
