@@ -23,6 +23,7 @@ import uvicorn
 from sqlalchemy.engine import make_url
 
 from engine.cli import main
+from engine.http_protocol import BoundedHttpToolsProtocol
 from engine.keys import hash_secret
 from engine.settings import Settings
 from tests.conftest import TEST_PEPPER
@@ -343,6 +344,9 @@ class TestServe:
         }
         # The app reads the client IP from the socket itself (TRUSTED_PROXIES decides).
         assert options["proxy_headers"] is False
+        # httptools with a bound on request heads (tests/fuzz/test_oversized.py), no access log.
+        assert options["http"] is BoundedHttpToolsProtocol
+        assert options["access_log"] is False
 
     def test_several_workers_need_redis(self, served: list[dict[str, Any]], cli: Cli) -> None:
         refused = cli("serve", "--workers", "2")
