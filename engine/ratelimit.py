@@ -265,6 +265,15 @@ class RateLimits:
         counts = await self._run(self._key_steps(key_id, owner_id))
         return _window(self.key, counts[0])
 
+    async def admit_request(self, ip: str, *, key_id: str, owner_id: str) -> RateWindow:
+        """Steps 1, 2, 4 and 5 in one storage operation (one round trip on Redis), for a key
+        verified without I/O, whose step 3 therefore cannot fail or wait in between. The
+        same counts, rejections and windows as admit_client then admit_key: a rejection
+        stops the count, so the IP limit and the failed-auth block leave the key and owner
+        counters untouched, and the key limit the owner's."""
+        counts = await self._run([*self._client_steps(ip), *self._key_steps(key_id, owner_id)])
+        return _window(self.key, counts[2])
+
     async def ping(self) -> bool:
         up = await self._counters.ping()
         if not up:
