@@ -73,6 +73,12 @@ class RateLimitExceeded(RateLimited):
         self.window = window
         self.limit = limit  # which limit rejected: "ip", "failed_auth", "key" or "owner"
 
+    @property
+    def after_authentication(self) -> bool:
+        """Rejected by the key or owner limit (steps 4 and 5), which are checked only once
+        the key is verified; the IP and failed-auth limits come before verification."""
+        return self.limit in ("key", "owner")
+
 
 @dataclass(frozen=True, slots=True)
 class Count:
