@@ -96,15 +96,15 @@ class Step:
 
     limit: str  # "ip", "failed_auth", "key" or "owner"
     item: RateLimitItem
-    identity: str  # the IP, key id or owner id counted
+    key: str  # the counter's key in the `limits` library's naming (before the storage prefix)
     counted: bool = True
 
-    @property
-    def key(self) -> str:
-        """The counter's key in the `limits` library's naming (before the storage prefix).
-        The limit's name is part of it: the IP and failed-auth limits both count per IP,
-        and two limits configured with the same rate must still not share a counter."""
-        return self.item.key_for(f"{self.limit}/{self.identity}")
+    @classmethod
+    def of(cls, limit: str, item: RateLimitItem, identity: str, *, counted: bool = True) -> Step:
+        """The step of `limit` for `identity` (an IP, a key id, an owner id). The limit's
+        name is part of the counter's key: the IP and failed-auth limits both count per
+        IP, and two limits configured with the same rate must still not share a counter."""
+        return cls(limit, item, item.key_for(f"{limit}/{identity}"), counted)
 
     def rejects(self, value: int) -> bool:
         # A counted value includes this request, so `amount` of them fit in the window;
@@ -241,10 +241,10 @@ class RateLimits:
 
     def _client_steps(self, ip: str) -> list[Step]:
         # The failed-auth limit is checked before the key, so a good key does not help.
-        return [Step("ip", self.ip, ip), Step("failed_auth", self.failed_auth, ip, counted=False)]
+        return [Step.of("ip", self.ip, ip), Step.of("failed_auth", self.failed_auth, ip, counted=False)]
 
     def _key_steps(self, key_id: str, owner_id: str) -> list[Step]:
-        return [Step("key", self.key, key_id), Step("owner", self.owner, owner_id)]
+        return [Step.of("key", self.key, key_id), Step.of("owner", self.owner, owner_id)]
 
     async def _run(self, steps: Sequence[Step]) -> list[Count]:
         """The steps' counts; RateLimitExceeded of the first step that rejects. The one

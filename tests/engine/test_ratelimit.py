@@ -154,7 +154,7 @@ async def admit(limits: RateLimits, path: str, ip: str, key: str, owner: str) ->
 
 async def counter(limits: RateLimits, limit: str, who: str) -> int:
     """The stored value of one counter, read through the `limits` storage itself."""
-    step = Step(limit, getattr(limits, limit), who)
+    step = Step.of(limit, getattr(limits, limit), who)
     return int(await limits._counters.storage.get(step.key) or 0)  # type: ignore[attr-defined]
 
 

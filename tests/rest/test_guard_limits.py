@@ -164,7 +164,7 @@ class Run:
 
 
 async def stored(limits: RateLimits, limit: str, identity: str) -> int:
-    step = Step(limit, getattr(limits, limit), identity)
+    step = Step.of(limit, getattr(limits, limit), identity)
     return int(await limits._counters.storage.get(step.key) or 0)  # type: ignore[attr-defined]
 
 
