@@ -4,10 +4,21 @@ Fixed windows: a counter per (limit, identity) that expires with its window, so 
 time reported to clients is exact. Counters are incremented atomically in the storage,
 which keeps counts exact across workers and hosts.
 
-A request passes two stages, each one storage round trip on Redis (one Lua script each):
-before authentication, count the client IP and read its failed-authentication counter;
-after it, count the key and, only if the key is within its limit, the owner. The counter
-keys are the `limits` library's own (`LIMITS:LIMITER/...`), so its tools can read them.
+A request's limits are steps in the documented order: count the client IP, read its
+failed-authentication counter, count the key, count the owner. One storage operation (one
+Lua script, one round trip on Redis) runs a list of steps and stops after the first that
+rejects, so nothing after a rejection is counted (an IP over its limit leaves the key and
+owner counters alone; a key over its limit, the owner's). The guard runs them as:
+
+- one operation of all four steps (`admit_request`) when the key was verified from the
+  per-worker cache, without I/O: verification then cannot fail, so it need not sit
+  between the IP's steps and the key's;
+- otherwise two, around key verification: the IP's steps before it (`admit_client`),
+  the key's after it (`admit_key`); a failed verification adds to the failed-auth
+  counter instead (`record_failed_auth`).
+
+Both give the same counts, rejections and windows. The counter keys are the `limits`
+library's own (`LIMITS:LIMITER/...`), so its tools can read them.
 
 slowapi is not used: it calls its storage synchronously (blocking the event loop on
 every Redis round trip) and answers 500 rather than 503 when Redis is down.
