@@ -4,10 +4,21 @@ Fixed windows: a counter per (limit, identity) that expires with its window, so 
 time reported to clients is exact. Counters are incremented atomically in the storage,
 which keeps counts exact across workers and hosts.
 
-A request passes two stages, each one storage round trip on Redis (one Lua script each):
-before authentication, count the client IP and read its failed-authentication counter;
-after it, count the key and, only if the key is within its limit, the owner. The counter
-keys are the `limits` library's own (`LIMITS:LIMITER/...`), so its tools can read them.
+A request's limits are steps in the documented order: count the client IP, read its
+failed-authentication counter, count the key, count the owner. One storage operation (one
+Lua script, one round trip on Redis) runs a list of steps and stops after the first that
+rejects, so nothing after a rejection is counted (an IP over its limit leaves the key and
+owner counters alone; a key over its limit, the owner's). The guard runs them as:
+
+- one operation of all four steps (`admit_request`) when the key was verified from the
+  per-worker cache, without I/O: verification then cannot fail, so it need not sit
+  between the IP's steps and the key's;
+- otherwise two, around key verification: the IP's steps before it (`admit_client`),
+  the key's after it (`admit_key`); a failed verification adds to the failed-auth
+  counter instead (`record_failed_auth`).
+
+Both give the same counts, rejections and windows. The counter keys are the `limits`
+library's own (`LIMITS:LIMITER/...`), so its tools can read them.
 
 slowapi is not used: it calls its storage synchronously (blocking the event loop on
 every Redis round trip) and answers 500 rather than 503 when Redis is down.
@@ -18,8 +29,8 @@ from __future__ import annotations
 import math
 import time
 from abc import ABC, abstractmethod
+from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any
 
 import redis.asyncio
 from limits import RateLimitItem, parse
@@ -29,25 +40,27 @@ from engine.errors import RateLimited, ServiceUnavailable
 from engine.metrics import RATE_LIMIT_REJECTIONS, RATE_LIMIT_STORAGE_ERRORS
 from engine.settings import Settings
 
-# Stage 1. KEYS: ip counter, failed-auth counter. ARGV: ip window seconds.
-# Returns ip count, ip ttl (ms), failed count, failed ttl (ms).
-_CLIENT_STAGE = """
-local ip = redis.call('INCR', KEYS[1])
-if ip == 1 then redis.call('EXPIRE', KEYS[1], ARGV[1]) end
-local failed = tonumber(redis.call('GET', KEYS[2]) or '0')
-return {ip, redis.call('PTTL', KEYS[1]), failed, redis.call('PTTL', KEYS[2])}
-"""
-
-# Stage 2. KEYS: key counter, owner counter. ARGV: key window s, key amount, owner window s.
-# The owner is counted only when the key admits the request (the documented order).
-_KEY_STAGE = """
-local key = redis.call('INCR', KEYS[1])
-if key == 1 then redis.call('EXPIRE', KEYS[1], ARGV[1]) end
-local key_ttl = redis.call('PTTL', KEYS[1])
-if key > tonumber(ARGV[2]) then return {key, key_ttl, -1, -1} end
-local owner = redis.call('INCR', KEYS[2])
-if owner == 1 then redis.call('EXPIRE', KEYS[2], ARGV[3]) end
-return {key, key_ttl, owner, redis.call('PTTL', KEYS[2])}
+# Runs the given steps in order, stopping after the first that rejects (the rule of
+# `Step.rejects`, mirrored here so that nothing after a rejection is counted).
+# KEYS: the steps' counters. ARGV: per step, its window (s), its amount, and 1 when the
+# request counts on it, 0 when the counter is only read.
+# Returns the value and the TTL (ms) of each counter reached.
+_STEPS = """
+local result = {}
+for i, counter in ipairs(KEYS) do
+  local window, amount, counted = ARGV[3 * i - 2], tonumber(ARGV[3 * i - 1]), ARGV[3 * i] == '1'
+  local value
+  if counted then
+    value = redis.call('INCR', counter)
+    if value == 1 then redis.call('EXPIRE', counter, window) end
+  else
+    value = tonumber(redis.call('GET', counter) or '0')
+  end
+  result[#result + 1] = value
+  result[#result + 1] = redis.call('PTTL', counter)
+  if value > amount or (not counted and value == amount) then return result end
+end
+return result
 """
 
 STORAGE_PREFIX = "LIMITS"
@@ -71,6 +84,12 @@ class RateLimitExceeded(RateLimited):
         self.window = window
         self.limit = limit  # which limit rejected: "ip", "failed_auth", "key" or "owner"
 
+    @property
+    def after_authentication(self) -> bool:
+        """Rejected by the key or owner limit (steps 4 and 5), which are checked only once
+        the key is verified; the IP and failed-auth limits come before verification."""
+        return self.limit in ("key", "owner")
+
 
 @dataclass(frozen=True, slots=True)
 class Count:
@@ -80,22 +99,41 @@ class Count:
     reset_at: float
 
 
+@dataclass(frozen=True, slots=True)
+class Step:
+    """One limit checked for one request: which limit, whose counter, and whether the
+    request counts on it (the failed-auth counter is only read: failures are added when
+    they happen)."""
+
+    limit: str  # "ip", "failed_auth", "key" or "owner"
+    item: RateLimitItem
+    key: str  # the counter's key in the `limits` library's naming (before the storage prefix)
+    counted: bool = True
+
+    @classmethod
+    def of(cls, limit: str, item: RateLimitItem, identity: str, *, counted: bool = True) -> Step:
+        """The step of `limit` for `identity` (an IP, a key id, an owner id). The limit's
+        name is part of the counter's key: the IP and failed-auth limits both count per
+        IP, and two limits configured with the same rate must still not share a counter."""
+        return cls(limit, item, item.key_for(f"{limit}/{identity}"), counted)
+
+    def rejects(self, value: int) -> bool:
+        # A counted value includes this request, so `amount` of them fit in the window;
+        # a read-only one does not, so it blocks once it holds `amount`.
+        return value > self.item.amount if self.counted else value >= self.item.amount
+
+
 class _Counters(ABC):
-    """Storage of the counters: the two stages and the failed-authentication count."""
+    """Storage of the counters: running steps, and adding a failed authentication."""
 
     @abstractmethod
-    async def client_stage(
-        self, ip: RateLimitItem, ip_id: str, failed: RateLimitItem, failed_id: str
-    ) -> tuple[Count, Count]:
-        ...
+    async def run(self, steps: Sequence[Step]) -> list[Count]:
+        """Count (or read) each step's counter in order, as one atomic operation where the
+        storage allows it, and stop after the first step that rejects: the counts of the
+        steps reached, that one included."""
 
     @abstractmethod
-    async def key_stage(
-        self, key: RateLimitItem, key_id: str, owner: RateLimitItem, owner_id: str
-    ) -> tuple[Count, Count | None]: ...
-
-    @abstractmethod
-    async def add(self, item: RateLimitItem, identity: str) -> None: ...
+    async def add(self, step: Step) -> None: ...
 
     @abstractmethod
     async def ping(self) -> bool: ...
@@ -110,6 +148,8 @@ def _reset_at(ttl_ms: int, item: RateLimitItem, now: float) -> float:
 
 
 class _RedisCounters(_Counters):
+    """Redis: each `run` is one Lua script, so one round trip and atomic across workers."""
+
     def __init__(self, settings: Settings, redis_url: str) -> None:
         # A blocking pool waits (bounded) for a free connection instead of raising once
         # all are busy, which under load would turn into false 503s.
@@ -128,45 +168,24 @@ class _RedisCounters(_Counters):
             key_prefix=STORAGE_PREFIX,
             connection_pool=pool,
         )
-        client = self.storage.bridge.get_connection()
-        self._client_stage = client.register_script(_CLIENT_STAGE)
-        self._key_stage = client.register_script(_KEY_STAGE)
+        self._steps = self.storage.bridge.get_connection().register_script(_STEPS)
 
-    def _key(self, item: RateLimitItem, identity: str) -> str:
-        return f"{STORAGE_PREFIX}:{item.key_for(identity)}"
-
-    async def _run(self, script: Any, keys: list[str], args: list[int]) -> list[int]:
+    async def run(self, steps: Sequence[Step]) -> list[Count]:
+        now = time.time()
+        keys = [f"{STORAGE_PREFIX}:{step.key}" for step in steps]
+        args = [arg for step in steps for arg in (step.item.get_expiry(), step.item.amount, int(step.counted))]
         try:
-            return [int(value) for value in await script(keys, args)]
+            values = [int(value) for value in await self._steps(keys, args)]
         except (redis.RedisError, OSError, TimeoutError) as exc:
             raise _unavailable() from exc
+        return [
+            Count(value, _reset_at(ttl, step.item, now))
+            for step, value, ttl in zip(steps, values[::2], values[1::2], strict=False)
+        ]
 
-    async def client_stage(
-        self, ip: RateLimitItem, ip_id: str, failed: RateLimitItem, failed_id: str
-    ) -> tuple[Count, Count]:
-        now = time.time()
-        ip_count, ip_ttl, failed_count, failed_ttl = await self._run(
-            self._client_stage, [self._key(ip, ip_id), self._key(failed, failed_id)], [ip.get_expiry()]
-        )
-        return Count(ip_count, _reset_at(ip_ttl, ip, now)), Count(failed_count, _reset_at(failed_ttl, failed, now))
-
-    async def key_stage(
-        self, key: RateLimitItem, key_id: str, owner: RateLimitItem, owner_id: str
-    ) -> tuple[Count, Count | None]:
-        now = time.time()
-        key_count, key_ttl, owner_count, owner_ttl = await self._run(
-            self._key_stage,
-            [self._key(key, key_id), self._key(owner, owner_id)],
-            [key.get_expiry(), key.amount, owner.get_expiry()],
-        )
-        key_state = Count(key_count, _reset_at(key_ttl, key, now))
-        if owner_count < 0:
-            return key_state, None
-        return key_state, Count(owner_count, _reset_at(owner_ttl, owner, now))
-
-    async def add(self, item: RateLimitItem, identity: str) -> None:
+    async def add(self, step: Step) -> None:
         try:
-            await self.storage.incr(item.key_for(identity), item.get_expiry())
+            await self.storage.incr(step.key, step.item.get_expiry())
         except Exception as exc:  # limits wraps every storage failure in StorageError
             raise _unavailable() from exc
 
@@ -181,36 +200,29 @@ class _RedisCounters(_Counters):
 
 
 class _MemoryCounters(_Counters):
-    """Process memory: exact for one process (the event loop runs one stage at a time)."""
+    """Process memory: exact for one process (each increment is atomic in the event loop;
+    other requests' steps may run in between, which changes no count)."""
 
     def __init__(self) -> None:
         self.storage = MemoryStorage()
 
-    async def _hit(self, item: RateLimitItem, identity: str) -> Count:
-        key = item.key_for(identity)
-        value = await self.storage.incr(key, item.get_expiry())
-        return Count(value, await self.storage.get_expiry(key))
+    async def _count(self, step: Step) -> Count:
+        if step.counted:
+            value = await self.storage.incr(step.key, step.item.get_expiry())
+            return Count(value, await self.storage.get_expiry(step.key))
+        value = await self.storage.get(step.key)
+        return Count(value, await self.storage.get_expiry(step.key) if value else time.time() + step.item.get_expiry())
 
-    async def _peek(self, item: RateLimitItem, identity: str) -> Count:
-        key = item.key_for(identity)
-        value = await self.storage.get(key)
-        return Count(value, await self.storage.get_expiry(key) if value else time.time() + item.get_expiry())
+    async def run(self, steps: Sequence[Step]) -> list[Count]:
+        counts = []
+        for step in steps:
+            counts.append(await self._count(step))
+            if step.rejects(counts[-1].value):
+                break
+        return counts
 
-    async def client_stage(
-        self, ip: RateLimitItem, ip_id: str, failed: RateLimitItem, failed_id: str
-    ) -> tuple[Count, Count]:
-        return await self._hit(ip, ip_id), await self._peek(failed, failed_id)
-
-    async def key_stage(
-        self, key: RateLimitItem, key_id: str, owner: RateLimitItem, owner_id: str
-    ) -> tuple[Count, Count | None]:
-        key_state = await self._hit(key, key_id)
-        if key_state.value > key.amount:
-            return key_state, None
-        return key_state, await self._hit(owner, owner_id)
-
-    async def add(self, item: RateLimitItem, identity: str) -> None:
-        await self.storage.incr(item.key_for(identity), item.get_expiry())
+    async def add(self, step: Step) -> None:
+        await self.storage.incr(step.key, step.item.get_expiry())
 
     async def ping(self) -> bool:
         return bool(await self.storage.check())
@@ -221,20 +233,9 @@ def _unavailable() -> ServiceUnavailable:
     return ServiceUnavailable("rate limit storage unreachable")
 
 
-def _for(limit: str, identity: str) -> str:
-    """The counter identity of one limit: the IP and failed-auth limits both count per
-    IP, and two limits configured with the same rate must still not share a counter."""
-    return f"{limit}/{identity}"
-
-
 def _window(item: RateLimitItem, count: Count) -> RateWindow:
     remaining = max(0, item.amount - count.value)
     return RateWindow(limit=item.amount, remaining=remaining, reset_at=math.ceil(count.reset_at))
-
-
-def _reject(name: str, item: RateLimitItem, count: Count) -> RateLimitExceeded:
-    RATE_LIMIT_REJECTIONS.labels(limit=name).inc()
-    return RateLimitExceeded(_window(item, count), limit=name)
 
 
 class RateLimits:
@@ -249,32 +250,46 @@ class RateLimits:
             _RedisCounters(settings, settings.redis_url) if settings.redis_url else _MemoryCounters()
         )
 
+    def _client_steps(self, ip: str) -> list[Step]:
+        # The failed-auth limit is checked before the key, so a good key does not help.
+        return [Step.of("ip", self.ip, ip), Step.of("failed_auth", self.failed_auth, ip, counted=False)]
+
+    def _key_steps(self, key_id: str, owner_id: str) -> list[Step]:
+        return [Step.of("key", self.key, key_id), Step.of("owner", self.owner, owner_id)]
+
+    async def _run(self, steps: Sequence[Step]) -> list[Count]:
+        """The steps' counts; RateLimitExceeded of the first step that rejects. The one
+        place a count turns into a rejection, whichever steps a storage operation runs."""
+        counts = await self._counters.run(steps)
+        for step, count in zip(steps, counts, strict=False):
+            if step.rejects(count.value):
+                RATE_LIMIT_REJECTIONS.labels(limit=step.limit).inc()
+                raise RateLimitExceeded(_window(step.item, count), limit=step.limit)
+        return counts
+
     async def admit_client(self, ip: str) -> None:
         """Steps 1 and 2: count the IP; reject it when over its limit or when blocked for
-        failed authentications (checked before the key, so a good key does not help)."""
-        ip_count, failed_count = await self._counters.client_stage(
-            self.ip, _for("ip", ip), self.failed_auth, _for("failed_auth", ip)
-        )
-        if ip_count.value > self.ip.amount:
-            raise _reject("ip", self.ip, ip_count)
-        if failed_count.value >= self.failed_auth.amount:
-            raise _reject("failed_auth", self.failed_auth, failed_count)
+        failed authentications."""
+        await self._run(self._client_steps(ip))
 
     async def record_failed_auth(self, ip: str) -> None:
         """Step 3's failure: one more failed authentication for the IP."""
-        await self._counters.add(self.failed_auth, _for("failed_auth", ip))
+        await self._counters.add(self._client_steps(ip)[1])
 
     async def admit_key(self, *, key_id: str, owner_id: str) -> RateWindow:
         """Steps 4 and 5: count the key, then its owner. The key's window is returned for
         the headers of every handled response."""
-        key_count, owner_count = await self._counters.key_stage(
-            self.key, _for("key", key_id), self.owner, _for("owner", owner_id)
-        )
-        if key_count.value > self.key.amount:
-            raise _reject("key", self.key, key_count)
-        if owner_count is not None and owner_count.value > self.owner.amount:
-            raise _reject("owner", self.owner, owner_count)
-        return _window(self.key, key_count)
+        counts = await self._run(self._key_steps(key_id, owner_id))
+        return _window(self.key, counts[0])
+
+    async def admit_request(self, ip: str, *, key_id: str, owner_id: str) -> RateWindow:
+        """Steps 1, 2, 4 and 5 in one storage operation (one round trip on Redis), for a key
+        verified without I/O, whose step 3 therefore cannot fail or wait in between. The
+        same counts, rejections and windows as admit_client then admit_key: a rejection
+        stops the count, so the IP limit and the failed-auth block leave the key and owner
+        counters untouched, and the key limit the owner's."""
+        counts = await self._run([*self._client_steps(ip), *self._key_steps(key_id, owner_id)])
+        return _window(self.key, counts[2])
 
     async def ping(self) -> bool:
         up = await self._counters.ping()

@@ -17,6 +17,7 @@ from dataclasses import dataclass
 
 import httpx
 import pytest
+import redis
 
 from tests.contract.campaign import CAMPAIGN_A, RATE_OWNERS
 from tests.contract.client import ApiClient, assert_key_window, assert_rejected, assert_unauthorized, rate_headers
@@ -131,6 +132,33 @@ CONCURRENT_KEY_LIMIT = 25
 CONCURRENT_REQUESTS = 60
 
 
+def concurrent_requests(server: ApiServer, token: str, count: int) -> list[httpx.Response]:
+    """`count` requests of one key, released together from as many threads and connections."""
+    start = threading.Barrier(count)
+    limits = httpx.Limits(max_connections=count, max_keepalive_connections=count)
+
+    with ApiClient(server.base_url, timeout=30.0, limits=limits) as client:
+
+        def one_request(_: int) -> httpx.Response:
+            start.wait()
+            return client.api("sessions", token=token, params={"limit": "1"})
+
+        with ThreadPoolExecutor(max_workers=count) as pool:
+            return list(pool.map(one_request, range(count)))
+
+
+def assert_exact(responses: list[httpx.Response], *, key_limit: int, admitted: int) -> None:
+    """`admitted` requests got 200, each with a count of its own; the others the key's 429."""
+    statuses = Counter(response.status_code for response in responses)
+    assert statuses == {200: admitted, 429: len(responses) - admitted}
+    # Each admitted request saw its own count: remaining takes every value once.
+    remaining = sorted(rate_headers(r).remaining for r in responses if r.status_code == 200)
+    assert remaining == list(range(admitted))
+    for response in responses:
+        if response.status_code == 429:
+            assert_rejected(response, limit=key_limit, window_s=MINUTE)
+
+
 @pytest.fixture(scope="module")
 def two_workers(dedicated_db: SeededDatabase, shared_redis_url: str) -> Iterator[ApiServer]:
     env = dedicated_db.env.with_changes(
@@ -142,24 +170,48 @@ def two_workers(dedicated_db: SeededDatabase, shared_redis_url: str) -> Iterator
 
 def test_counts_are_exact_under_concurrency_across_workers(two_workers: ApiServer, keys: ScenarioKeys) -> None:
     # The key limit here is another limit (another counter) than the tiny servers' one.
-    token = keys.key
-    start = threading.Barrier(CONCURRENT_REQUESTS)
-    limits = httpx.Limits(max_connections=CONCURRENT_REQUESTS, max_keepalive_connections=CONCURRENT_REQUESTS)
+    # Each worker meets the key for the first time: most of these requests take the two
+    # stages, the rest (once their worker has verified the key) the one round trip.
+    responses = concurrent_requests(two_workers, keys.key, CONCURRENT_REQUESTS)
+    assert_exact(responses, key_limit=CONCURRENT_KEY_LIMIT, admitted=CONCURRENT_KEY_LIMIT)
 
-    with ApiClient(two_workers.base_url, timeout=30.0, limits=limits) as client:
 
-        def one_request(_: int) -> httpx.Response:
-            start.wait()
-            return client.api("sessions", token=token, params={"limit": "1"})
+WARM_KEY_LIMIT = 45
+WARM_UP_REQUESTS = 10
 
-        with ThreadPoolExecutor(max_workers=CONCURRENT_REQUESTS) as pool:
-            responses = list(pool.map(one_request, range(CONCURRENT_REQUESTS)))
 
-    statuses = Counter(response.status_code for response in responses)
-    assert statuses == {200: CONCURRENT_KEY_LIMIT, 429: CONCURRENT_REQUESTS - CONCURRENT_KEY_LIMIT}
-    # Each admitted request saw its own count: remaining takes every value once.
-    admitted = sorted(rate_headers(r).remaining for r in responses if r.status_code == 200)
-    assert admitted == list(range(CONCURRENT_KEY_LIMIT))
-    for response in responses:
-        if response.status_code == 429:
-            assert_rejected(response, limit=CONCURRENT_KEY_LIMIT, window_s=MINUTE)
+@pytest.fixture(scope="module")
+def two_warm_workers(dedicated_db: SeededDatabase) -> Iterator[tuple[ApiServer, redis.Redis]]:
+    """Two workers on a private redis-server, whose command counts are this test's alone;
+    keys stay verified in memory for a minute, longer than the test takes."""
+    with own_redis(dedicated_db.workdir) as redis_server:
+        env = dedicated_db.env.with_changes(
+            **{**HIGH_LIMITS, "rate_limit_key": f"{WARM_KEY_LIMIT} per minute"},
+            redis_url=redis_server.url,
+            key_cache_s=60,
+        )
+        with running_server(env, workdir=dedicated_db.workdir, workers=2) as server:
+            probe = redis.Redis.from_url(redis_server.url)
+            yield server, probe
+            probe.close()
+
+
+def evalsha_calls(probe: redis.Redis) -> int:
+    return int(probe.info("commandstats").get("cmdstat_evalsha", {}).get("calls", 0))
+
+
+def test_counts_are_exact_under_concurrency_with_a_warm_key(
+    two_warm_workers: tuple[ApiServer, redis.Redis], keys: ScenarioKeys
+) -> None:
+    server, probe = two_warm_workers
+    # Two concurrent bursts, so that both workers verify the key (and keep it for a
+    # minute): every request after them is counted in one round trip.
+    for _ in range(2):
+        warm_up = concurrent_requests(server, keys.key, WARM_UP_REQUESTS)
+        assert {response.status_code for response in warm_up} == {200}
+    before = evalsha_calls(probe)
+    responses = concurrent_requests(server, keys.key, CONCURRENT_REQUESTS)
+    round_trips = evalsha_calls(probe) - before
+    print(f"{CONCURRENT_REQUESTS} concurrent requests of a warm key, 2 workers: {round_trips} EVALSHA")
+    assert round_trips == CONCURRENT_REQUESTS  # one each: none went through the two stages
+    assert_exact(responses, key_limit=WARM_KEY_LIMIT, admitted=WARM_KEY_LIMIT - 2 * WARM_UP_REQUESTS)

@@ -1,11 +1,13 @@
 from __future__ import annotations
 
+import asyncio
+
 import pytest
 from sqlalchemy import select
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from engine.errors import InvalidApiKey, ServiceUnavailable
-from engine.keys import create_api_key, list_api_keys, revoke_api_key, verify_api_key
+from engine.keys import KeyVerifier, create_api_key, list_api_keys, revoke_api_key, verify_api_key
 from engine.settings import Settings
 from engine.tables import ApiKey
 from tests.conftest import TEST_PEPPER
@@ -86,6 +88,53 @@ class TestVerify:
     async def test_other_pepper_fails(self, db: AsyncSession, issued: tuple[str, str, str]) -> None:
         with pytest.raises(InvalidApiKey):
             await verify_api_key(db, token=issued[0], pepper=b"x" * 40)
+
+
+class TestFreshLookup:
+    """KeyVerifier.fresh: the key a token names only when verify() would answer it from
+    memory, without I/O; the guard then counts the request in one limiter round trip."""
+
+    async def test_a_key_verified_just_now_is_fresh(self, db: AsyncSession, issued: tuple[str, str, str]) -> None:
+        verifier = KeyVerifier(pepper=PEPPER, fresh_s=60, stale_s=300)
+        token = issued[0]
+        assert verifier.fresh(token) is None  # never verified: verify() must read the store
+        verified = await verifier.verify(db, token=token)
+        assert verifier.fresh(token) == verified
+
+    async def test_a_wrong_secret_is_never_fresh(self, db: AsyncSession, issued: tuple[str, str, str]) -> None:
+        verifier = KeyVerifier(pepper=PEPPER, fresh_s=60, stale_s=300)
+        token = issued[0]
+        await verifier.verify(db, token=token)
+        for position in (17, len(token) - 1):  # first and last character of the secret
+            changed = "A" if token[position] != "A" else "B"
+            assert verifier.fresh(token[:position] + changed + token[position + 1 :]) is None
+        assert verifier.fresh(token[:-1]) is None  # malformed
+        assert verifier.fresh("cpk_aaaaaaaaaaaa" + token[16:]) is None  # another key id, same secret
+
+    async def test_another_pepper_or_none_finds_nothing(self, db: AsyncSession, issued: tuple[str, str, str]) -> None:
+        token = issued[0]
+        verifier = KeyVerifier(pepper=PEPPER, fresh_s=60, stale_s=300)
+        verified = await verifier.verify(db, token=token)
+        # The same entries under another pepper: the secret's HMAC differs, nothing matches.
+        other = KeyVerifier(pepper=b"y" * 40, fresh_s=60, stale_s=300)
+        other._verified = verifier._verified
+        assert other.fresh(token) is None
+        unconfigured = KeyVerifier(pepper=None, fresh_s=60, stale_s=300)
+        unconfigured._verified = verifier._verified
+        assert unconfigured.fresh(token) is None
+        assert verifier.fresh(token) == verified
+
+    async def test_an_entry_past_fresh_s_is_not_fresh(self, db: AsyncSession, issued: tuple[str, str, str]) -> None:
+        token = issued[0]
+        never = KeyVerifier(pepper=PEPPER, fresh_s=0, stale_s=300)
+        await never.verify(db, token=token)
+        assert never.fresh(token) is None  # KEY_CACHE_S=0: every request reads the store
+        verifier = KeyVerifier(pepper=PEPPER, fresh_s=0.3, stale_s=300)
+        verified = await verifier.verify(db, token=token)
+        assert verifier.fresh(token) == verified
+        await asyncio.sleep(0.35)
+        # Stale: still kept for an outage of the key store, but only verify() may use it.
+        assert verifier.fresh(token) is None
 
 
 class TestStorage:

@@ -11,7 +11,7 @@ import pytest
 from sqlalchemy.engine import make_url
 
 from engine.errors import ServiceUnavailable
-from engine.ratelimit import RateLimitExceeded, RateLimits, RateWindow
+from engine.ratelimit import RateLimitExceeded, RateLimits, RateWindow, Step
 from engine.settings import Settings
 from tests.services import REDIS_URL, require_service
 
@@ -133,6 +133,147 @@ class TestConcurrency:
         assert sum(results) == 3
 
 
+# --- one trip: all four steps in one storage operation --------------------------------
+
+PATHS = ("two_stages", "one_trip")
+
+
+@pytest.fixture(params=PATHS)
+def path(request: pytest.FixtureRequest) -> str:
+    return str(request.param)
+
+
+async def admit(limits: RateLimits, path: str, ip: str, key: str, owner: str) -> RateWindow:
+    """A verified request through the given path: the guard's two stages around key
+    verification (a cache miss), or admit_request (a key verified without I/O)."""
+    if path == "one_trip":
+        return await limits.admit_request(ip, key_id=key, owner_id=owner)
+    await limits.admit_client(ip)
+    return await limits.admit_key(key_id=key, owner_id=owner)
+
+
+async def counter(limits: RateLimits, limit: str, who: str) -> int:
+    """The stored value of one counter, read through the `limits` storage itself."""
+    step = Step.of(limit, getattr(limits, limit), who)
+    return int(await limits._counters.storage.get(step.key) or 0)  # type: ignore[attr-defined]
+
+
+async def counters(limits: RateLimits, ip: str, key: str, owner: str) -> dict[str, int]:
+    who = {"ip": ip, "failed_auth": ip, "key": key, "owner": owner}
+    return {limit: await counter(limits, limit, identity) for limit, identity in who.items()}
+
+
+async def rejection(limits: RateLimits, path: str, ip: str, key: str, owner: str) -> RateLimitExceeded:
+    with pytest.raises(RateLimitExceeded) as rejected:
+        await admit(limits, path, ip, key, owner)
+    return rejected.value
+
+
+class TestEachRejectionOnBothPaths:
+    """Each step rejects alike through both paths, and nothing after it is counted."""
+
+    async def test_ip_over_its_limit_leaves_key_and_owner_uncounted(self, limits: RateLimits, path: str) -> None:
+        ip, key, owner = identity(), identity(), identity()
+        for _ in range(5):
+            await admit(limits, path, ip, identity(), identity())
+        rejected = await rejection(limits, path, ip, key, owner)
+        assert (rejected.limit, rejected.window.limit, rejected.window.remaining) == ("ip", 5, 0)
+        assert 0 < rejected.window.reset_at - time.time() <= 61
+        assert await counters(limits, ip, key, owner) == {"ip": 6, "failed_auth": 0, "key": 0, "owner": 0}
+
+    async def test_failed_authentications_block_before_the_key(self, limits: RateLimits, path: str) -> None:
+        ip, key, owner = identity(), identity(), identity()
+        await admit(limits, path, ip, key, owner)
+        await limits.record_failed_auth(ip)
+        await limits.record_failed_auth(ip)
+        rejected = await rejection(limits, path, ip, key, owner)
+        assert (rejected.limit, rejected.window.limit, rejected.window.remaining) == ("failed_auth", 2, 0)
+        assert 540 < rejected.window.reset_at - time.time() <= 601
+        assert await counters(limits, ip, key, owner) == {"ip": 2, "failed_auth": 2, "key": 1, "owner": 1}
+
+    async def test_key_over_its_limit_leaves_the_owner_uncounted(self, limits: RateLimits, path: str) -> None:
+        key, owner = identity(), identity()
+        windows = [await admit(limits, path, identity(), key, owner) for _ in range(3)]
+        assert [(window.limit, window.remaining) for window in windows] == [(3, 2), (3, 1), (3, 0)]
+        ip = identity()
+        rejected = await rejection(limits, path, ip, key, owner)
+        assert (rejected.limit, rejected.window.limit, rejected.window.remaining) == ("key", 3, 0)
+        assert await counters(limits, ip, key, owner) == {"ip": 1, "failed_auth": 0, "key": 4, "owner": 3}
+
+    async def test_owner_over_its_limit(self, limits: RateLimits, path: str) -> None:
+        owner = identity()
+        for _ in range(4):
+            await admit(limits, path, identity(), identity(), owner)
+        ip, key = identity(), identity()
+        rejected = await rejection(limits, path, ip, key, owner)
+        assert (rejected.limit, rejected.window.limit, rejected.window.remaining) == ("owner", 4, 0)
+        assert await counters(limits, ip, key, owner) == {"ip": 1, "failed_auth": 0, "key": 1, "owner": 5}
+
+
+class TestOneTripMatchesTwoStages:
+    async def test_same_outcomes_windows_and_counters_over_a_mixed_sequence(self, limits: RateLimits) -> None:
+        # One script of requests, replayed on fresh identities through each path: two IPs,
+        # two keys of one owner, failed authentications in between; every limit trips.
+        script = [("a", "k1"), ("a", "k1"), ("b", "k2"), ("a", "k1"), ("a", "fail"), ("b", "k1"),
+                  ("b", "k2"), ("a", "k2"), ("b", "k2"), ("a", "fail"), ("a", "k1"), ("b", "k2"),
+                  ("b", "k1"), ("b", "k2"), ("a", "k2")]  # fmt: skip
+        seen: dict[str, tuple[list[object], dict[str, int]]] = {}
+        for path in PATHS:
+            ips = {"a": identity(), "b": identity()}
+            keys, owner = {"k1": identity(), "k2": identity()}, identity()
+            outcomes: list[object] = []
+            for ip, key in script:
+                if key == "fail":
+                    await limits.record_failed_auth(ips[ip])
+                    continue
+                try:
+                    window = await admit(limits, path, ips[ip], keys[key], owner)
+                    outcomes.append(("ok", window.limit, window.remaining))
+                except RateLimitExceeded as exc:
+                    outcomes.append((exc.limit, exc.window.limit, exc.window.remaining))
+            stored = {
+                f"{limit} of {name}": await counter(limits, limit, who)
+                for limit, names in (("ip", ips), ("failed_auth", ips), ("key", keys))
+                for name, who in names.items()
+            }
+            stored["owner"] = await counter(limits, "owner", owner)
+            seen[path] = (outcomes, stored)
+        assert seen["one_trip"] == seen["two_stages"]
+        outcomes, _ = seen["one_trip"]
+        assert {outcome[0] for outcome in outcomes} == {"ok", "ip", "failed_auth", "key", "owner"}  # type: ignore[index]
+
+
+class TestOneTripConcurrency:
+    async def test_concurrent_requests_of_one_key_are_exact(self, limits: RateLimits) -> None:
+        key, owner = identity(), identity()
+
+        async def attempt() -> int | str:
+            try:
+                return (await limits.admit_request(identity(), key_id=key, owner_id=owner)).remaining
+            except RateLimitExceeded as exc:
+                return exc.limit
+
+        results = await asyncio.gather(*(attempt() for _ in range(20)))
+        assert sorted(result for result in results if isinstance(result, int)) == [0, 1, 2]
+        assert results.count("key") == 17
+        assert (await counter(limits, "key", key), await counter(limits, "owner", owner)) == (20, 3)
+
+    async def test_concurrent_requests_of_one_ip_stop_at_each_limit(self, limits: RateLimits) -> None:
+        ip, key, owner = identity(), identity(), identity()
+
+        async def attempt() -> str:
+            try:
+                await limits.admit_request(ip, key_id=key, owner_id=owner)
+            except RateLimitExceeded as exc:
+                return exc.limit
+            return "ok"
+
+        results = await asyncio.gather(*(attempt() for _ in range(20)))
+        # Five pass the IP limit; of those the key admits three.
+        assert sorted(results) == sorted(["ok"] * 3 + ["key"] * 2 + ["ip"] * 15)
+        assert await counters(limits, ip, key, owner) == {"ip": 20, "failed_auth": 0, "key": 5, "owner": 3}
+
+
 class TestUnavailableStorage:
     async def test_unreachable_redis_is_service_unavailable(self) -> None:
         # Nothing listens on port 1: every stage fails closed with one error type.
@@ -142,6 +283,8 @@ class TestUnavailableStorage:
             await limits.admit_client("10.0.0.1")
         with pytest.raises(ServiceUnavailable):
             await limits.admit_key(key_id="k", owner_id="o")
+        with pytest.raises(ServiceUnavailable):
+            await limits.admit_request("10.0.0.1", key_id="k", owner_id="o")
         with pytest.raises(ServiceUnavailable):
             await limits.record_failed_auth("10.0.0.1")
         assert await limits.ping() is False

@@ -7,11 +7,13 @@ nothing; nested GraphQL locations go through the context's DataLoaders, so their
 does not grow with the number of locations (no N+1).
 
 Redis, on a private redis-server so that nobody else's traffic is counted: a request
-passes the two stages of engine/ratelimit.py, one Lua script (EVALSHA) each; a failed
-authentication adds the failed-auth increment, which the `limits` library runs as its
-own incr-expire script. INFO commandstats also counts the commands a script runs inside
-the server, so the client's own commands are read from the slow log (threshold 0), which
-records them with the client's address and script-internal ones with `?:0`.
+whose key was verified less than KEY_CACHE_S ago runs every limit in one Lua script
+(one EVALSHA); any other request passes the two stages of engine/ratelimit.py, one
+EVALSHA each, around key verification; a failed authentication adds the failed-auth
+increment, which the `limits` library runs as its own incr-expire script. INFO
+commandstats also counts the commands a script runs inside the server, so the client's
+own commands are read from the slow log (threshold 0), which records them with the
+client's address and script-internal ones with `?:0`.
 
 Without REDIS_URL the limiter keeps its counters in process memory and opens nothing.
 """
@@ -437,9 +439,10 @@ def probe(redis_server: RedisProcess) -> Iterator[RedisProbe]:
 
 
 class TestRedisCommandsPerRequest:
-    async def test_a_successful_request_runs_one_script_per_stage(
-        self, seeded: Seeded, redis_server: RedisProcess, probe: RedisProbe
-    ) -> None:
+    async def _count_requests(
+        self, seeded: Seeded, redis_server: RedisProcess, probe: RedisProbe, **settings: Any
+    ) -> dict[str, RedisCount]:
+        """The Redis commands of a list, a record and a GraphQL request, each measured alone."""
         auth = seeded.small.auth
         requests = {
             "list": (f"{PREFIX}/sessions", None),
@@ -447,17 +450,42 @@ class TestRedisCommandsPerRequest:
             "graphql": ("/graphql", {"query": NESTED_LOCATIONS}),
         }
         counted: dict[str, RedisCount] = {}
-        async with app_client(app_settings(seeded, redis_url=redis_server.url)) as (_app, client):
-            # Warm-up: the pool's first connection (HELLO) and, on a new server, each
+        async with app_client(app_settings(seeded, redis_url=redis_server.url, **settings)) as (_app, client):
+            # Warm-up: the pool's first connection (HELLO) and, on a new server, the
             # script's NOSCRIPT answer, SCRIPT LOAD and retry happen once, not per request.
+            # It also verifies the key: from here on it is warm unless KEY_CACHE_S is 0.
             assert (await client.get(f"{PREFIX}/sessions", headers=auth)).status_code == 200
             for name, (path, body) in requests.items():
                 send = client.post(path, json=body, headers=auth) if body else client.get(path, headers=auth)
                 response, counted[name] = await probe.measure(send)
                 assert response.status_code == 200, (name, response.text)
+        return counted
+
+    async def test_a_warm_key_runs_one_script(
+        self, seeded: Seeded, redis_server: RedisProcess, probe: RedisProbe
+    ) -> None:
+        counted = await self._count_requests(seeded, redis_server, probe)
         for name, count in counted.items():
             print(
-                f"[{seeded.backend}] Redis, successful {name} request: round trips {count.names()},"
+                f"[{seeded.backend}] Redis, successful {name} request, warm key: round trips {count.names()},"
+                f" commandstats {count.commandstats}"
+            )
+        assert {name: count.names() for name, count in counted.items()} == {name: ["EVALSHA"] for name in counted}
+        assert {name: count.client_commandstats() for name, count in counted.items()} == {
+            name: {"evalsha": 1} for name in counted
+        }
+        for count in counted.values():
+            ((_script, keys),) = count.scripts()
+            assert len(keys) == 4  # IP, failed-auth, key, owner
+            assert seeded.small.key_id in keys[2]
+
+    async def test_a_cold_key_runs_one_script_per_stage(
+        self, seeded: Seeded, redis_server: RedisProcess, probe: RedisProbe
+    ) -> None:
+        counted = await self._count_requests(seeded, redis_server, probe, key_cache_s=0)
+        for name, count in counted.items():
+            print(
+                f"[{seeded.backend}] Redis, successful {name} request, KEY_CACHE_S=0: round trips {count.names()},"
                 f" commandstats {count.commandstats}"
             )
         assert {name: count.names() for name, count in counted.items()} == {name: ["EVALSHA"] * 2 for name in counted}
@@ -466,9 +494,29 @@ class TestRedisCommandsPerRequest:
         }
         for count in counted.values():
             (client_stage, client_keys), (key_stage, key_keys) = count.scripts()
-            assert client_stage != key_stage  # two different scripts: one per stage
+            assert client_stage == key_stage  # one script, given each stage's steps
             assert (len(client_keys), len(key_keys)) == (2, 2)  # (IP, failed-auth), (key, owner)
             assert seeded.small.key_id in key_keys[0]
+
+    async def test_warm_and_cold_requests_count_the_same_counters(
+        self, seeded: Seeded, redis_server: RedisProcess, probe: RedisProbe
+    ) -> None:
+        path = f"{PREFIX}/sessions"
+        async with app_client(app_settings(seeded, redis_url=redis_server.url)) as (_app, client):
+            # The app's first request finds its key cache empty: two stages.
+            cold_response, cold = await probe.measure(client.get(path, headers=seeded.small.auth))
+            (script, client_keys), (_, key_keys) = cold.scripts()
+            counters = [*client_keys, *key_keys]
+            after_cold = [probe.counter(counter) for counter in counters]
+            warm_response, warm = await probe.measure(client.get(path, headers=seeded.small.auth))
+            after_warm = [probe.counter(counter) for counter in counters]
+        print(f"[{seeded.backend}] Redis, cold then warm key: {cold.names()} then {warm.names()}, counters {counters}")
+        assert (cold_response.status_code, warm_response.status_code) == (200, 200)
+        assert warm.scripts() == [(script, counters)]  # the same counter keys, in the documented order
+        # IP, key and owner counted once more; failed authentications only read.
+        assert [after - before for before, after in zip(after_cold, after_warm, strict=True)] == [1, 0, 1, 1]
+        remaining = [int(response.headers["x-ratelimit-remaining"]) for response in (cold_response, warm_response)]
+        assert remaining[1] == remaining[0] - 1
 
     async def test_a_failed_authentication_runs_the_first_stage_and_one_increment(
         self, seeded: Seeded, redis_server: RedisProcess, probe: RedisProbe
