@@ -15,6 +15,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
+from weakref import WeakKeyDictionary
 
 from graphql import (
     GraphQLList,
@@ -31,8 +32,9 @@ _TYPENAME = "__typename"
 
 
 @dataclass(frozen=True, slots=True)
-class _FlatField:
-    response_key: str
+class _PlainField:
+    """How to produce a plain field's value from its parent object."""
+
     attribute: str | None  # None: __typename
     serialize: Callable[[Any], Any]
     nullable: bool
@@ -42,10 +44,25 @@ class _Fallback(Exception):
     """The fast path cannot produce graphql-core's exact result: take the normal one."""
 
 
-def _flat_field(object_type: GraphQLObjectType, response_key: str, name: str) -> _FlatField | None:
+# What `_plain_field` decided, per object type and field name: it depends only on the
+# schema, which outlives many requests (and whose field names are a fixed set); keyed
+# weakly so that a discarded schema's types are released.
+_PLAIN_FIELDS: WeakKeyDictionary[GraphQLObjectType, dict[str, _PlainField | None]] = WeakKeyDictionary()
+
+
+def _plain_field(object_type: GraphQLObjectType, name: str) -> _PlainField | None:
+    decided = _PLAIN_FIELDS.get(object_type)
+    if decided is None:
+        decided = _PLAIN_FIELDS[object_type] = {}
+    if name not in decided:
+        decided[name] = _decide_plain_field(object_type, name)
+    return decided[name]
+
+
+def _decide_plain_field(object_type: GraphQLObjectType, name: str) -> _PlainField | None:
     if name == _TYPENAME:
         type_name = object_type.name
-        return _FlatField(response_key, None, lambda _value: type_name, nullable=False)
+        return _PlainField(None, lambda _value: type_name, nullable=False)
     field = object_type.fields.get(name)
     # Strawberry marks the resolver of a field that only reads an attribute.
     if field is None or field.args or not getattr(field.resolve, "_is_default", False):
@@ -56,15 +73,14 @@ def _flat_field(object_type: GraphQLObjectType, response_key: str, name: str) ->
     definition = field.extensions.get(GraphQLCoreConverter.DEFINITION_BACKREF)
     if definition is None:
         return None
-    return _FlatField(
-        response_key,
+    return _PlainField(
         definition.python_name,
         leaf.serialize,  # type: ignore[union-attr]
         nullable=not isinstance(field.type, GraphQLNonNull),
     )
 
 
-def _complete(plan: list[_FlatField], items: list[Any], *, items_nullable: bool) -> list[Any]:
+def _complete(plan: list[tuple[str, _PlainField]], items: list[Any], *, items_nullable: bool) -> list[Any]:
     completed: list[Any] = []
     for item in items:
         if item is None:
@@ -73,15 +89,15 @@ def _complete(plan: list[_FlatField], items: list[Any], *, items_nullable: bool)
             completed.append(None)
             continue
         row: dict[str, Any] = {}
-        for field in plan:
+        for response_key, field in plan:
             value = item if field.attribute is None else getattr(item, field.attribute)
             if value is None:
                 if not field.nullable:
                     raise _Fallback
-                row[field.response_key] = None
+                row[response_key] = None
             else:
                 try:
-                    row[field.response_key] = field.serialize(value)
+                    row[response_key] = field.serialize(value)
                 except Exception as exc:  # graphql-core reports it with the field's path
                     raise _Fallback from exc
         completed.append(row)
@@ -89,19 +105,19 @@ def _complete(plan: list[_FlatField], items: list[Any], *, items_nullable: bool)
 
 
 class FlatListExecutor(StrawberryGraphQLCoreExecutionContext):
-    def _flat_plan(self, item_type: GraphQLOutputType, field_details_list: Any) -> list[_FlatField] | None:
+    def _flat_plan(self, item_type: GraphQLOutputType, field_details_list: Any) -> list[tuple[str, _PlainField]] | None:
         object_type = get_nullable_type(item_type)
         if not isinstance(object_type, GraphQLObjectType) or object_type.is_type_of is not None:
             return None
         collected = self.collect_subfields(object_type, field_details_list)
         if collected.new_defer_usages:
             return None
-        plan: list[_FlatField] = []
+        plan: list[tuple[str, _PlainField]] = []
         for response_key, details in collected.grouped_field_set.items():
-            field = _flat_field(object_type, response_key, details[0].node.name.value)
+            field = _plain_field(object_type, details[0].node.name.value)
             if field is None:
                 return None
-            plan.append(field)
+            plan.append((response_key, field))
         return plan
 
     def execute_field(
@@ -113,7 +129,7 @@ class FlatListExecutor(StrawberryGraphQLCoreExecutionContext):
         position_context: Any,
     ) -> Any:
         if source is not None:
-            field = _flat_field(parent_type, path.key, field_details_list[0].node.name.value)
+            field = _plain_field(parent_type, field_details_list[0].node.name.value)
             if field is not None:
                 value = source if field.attribute is None else getattr(source, field.attribute)
                 if value is not None:
