@@ -9,10 +9,12 @@ and echoed on every response the app sends.
 
 from __future__ import annotations
 
+import functools
 import logging
 import re
 import time
 import uuid
+from typing import Any
 
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
@@ -57,6 +59,15 @@ def route_template(scope: Scope, *, root_path: str) -> str:
     return UNMATCHED_ROUTE
 
 
+@functools.cache
+def _request_metrics(method: str, route: str, status: int) -> tuple[Any, Any]:
+    """The counter and histogram series of one (method, route, status): looked up once,
+    since prometheus-client's `labels()` takes a lock and builds a key on every call. The
+    labels come from small fixed sets, so the cache stays as small as the series."""
+    labels = {"method": method, "route": route, "status": str(status)}
+    return HTTP_REQUESTS.labels(**labels), HTTP_REQUEST_DURATION.labels(**labels)
+
+
 class Observability:
     """Pure ASGI middleware (no per-request task or body buffering, unlike BaseHTTPMiddleware)."""
 
@@ -99,8 +110,9 @@ class Observability:
         route = route_template(scope, root_path=root_path)
         method: str = scope["method"]
         method_label = method if method in KNOWN_METHODS else "OTHER"
-        HTTP_REQUESTS.labels(method=method_label, route=route, status=str(status)).inc()
-        HTTP_REQUEST_DURATION.labels(method=method_label, route=route, status=str(status)).observe(duration_s)
+        requests, durations = _request_metrics(method_label, route, status)
+        requests.inc()
+        durations.observe(duration_s)
         fields: dict[str, object] = {
             "method": method,
             "route": route,
