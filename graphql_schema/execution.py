@@ -18,10 +18,13 @@ from typing import Any
 from weakref import WeakKeyDictionary
 
 from graphql import (
+    GraphQLBoolean,
+    GraphQLID,
     GraphQLList,
     GraphQLNonNull,
     GraphQLObjectType,
     GraphQLOutputType,
+    GraphQLString,
     get_nullable_type,
     is_leaf_type,
 )
@@ -38,11 +41,20 @@ class _PlainField:
     attribute: str | None  # None: __typename
     serialize: Callable[[Any], Any]
     nullable: bool
+    # A value of exactly this type is its own serialization (str for String and ID, bool
+    # for Boolean: graphql-core's serializers return it unchanged), so no call is needed.
+    passthrough: type | None = None
 
 
 class _Fallback(Exception):
     """The fast path cannot produce graphql-core's exact result: take the normal one."""
 
+
+_PASSTHROUGH: dict[Callable[[Any], Any], type] = {
+    GraphQLString.serialize: str,
+    GraphQLID.serialize: str,
+    GraphQLBoolean.serialize: bool,
+}
 
 # What `_plain_field` decided, per object type and field name: it depends only on the
 # schema, which outlives many requests (and whose field names are a fixed set); keyed
@@ -73,14 +85,18 @@ def _decide_plain_field(object_type: GraphQLObjectType, name: str) -> _PlainFiel
     definition = field.extensions.get(GraphQLCoreConverter.DEFINITION_BACKREF)
     if definition is None:
         return None
+    serialize = leaf.serialize  # type: ignore[union-attr]
     return _PlainField(
         definition.python_name,
-        leaf.serialize,  # type: ignore[union-attr]
+        serialize,
         nullable=not isinstance(field.type, GraphQLNonNull),
+        passthrough=_PASSTHROUGH.get(serialize),
     )
 
 
 def _complete(plan: list[tuple[str, _PlainField]], items: list[Any], *, items_nullable: bool) -> list[Any]:
+    # Flattened once per list: the inner loop runs for every field of every row.
+    steps = [(key, field.attribute, field.passthrough, field.serialize, field.nullable) for key, field in plan]
     completed: list[Any] = []
     for item in items:
         if item is None:
@@ -89,15 +105,17 @@ def _complete(plan: list[tuple[str, _PlainField]], items: list[Any], *, items_nu
             completed.append(None)
             continue
         row: dict[str, Any] = {}
-        for response_key, field in plan:
-            value = item if field.attribute is None else getattr(item, field.attribute)
+        for key, attribute, passthrough, serialize, nullable in steps:
+            value = item if attribute is None else getattr(item, attribute)
             if value is None:
-                if not field.nullable:
+                if not nullable:
                     raise _Fallback
-                row[response_key] = None
+                row[key] = None
+            elif type(value) is passthrough:
+                row[key] = value
             else:
                 try:
-                    row[response_key] = field.serialize(value)
+                    row[key] = serialize(value)
                 except Exception as exc:  # graphql-core reports it with the field's path
                     raise _Fallback from exc
         completed.append(row)
@@ -132,6 +150,8 @@ class FlatListExecutor(StrawberryGraphQLCoreExecutionContext):
             field = _plain_field(parent_type, field_details_list[0].node.name.value)
             if field is not None:
                 value = source if field.attribute is None else getattr(source, field.attribute)
+                if type(value) is field.passthrough:
+                    return value
                 if value is not None:
                     try:
                         return field.serialize(value)
