@@ -6,11 +6,12 @@ document and returns the document's data as the body, with the key's rate header
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Coroutine
 from dataclasses import dataclass
 from typing import Any
 
 from fastapi import APIRouter, Request
+from fastapi.routing import APIRoute
 from pydantic import BaseModel
 from starlette.responses import Response
 
@@ -166,8 +167,24 @@ def _record_endpoint(resource: Resource) -> Callable[[Request, str], Awaitable[R
     return get_record
 
 
+class DirectRoute(APIRoute):
+    """A route whose endpoint takes the request (and its path parameters) and returns the
+    response itself. It is documented from the endpoint's signature like any FastAPI route,
+    but served without FastAPI's dependency solving, parameter validation and response
+    serialization: these endpoints validate `limit`, `cursor` and `id` themselves (with
+    the documented 400 bodies) and build their JSON responses directly."""
+
+    def get_route_handler(self) -> Callable[[Request], Coroutine[Any, Any, Response]]:
+        endpoint = self.endpoint
+
+        async def handler(request: Request) -> Response:
+            return await endpoint(request, **request.path_params)  # type: ignore[no-any-return]
+
+        return handler
+
+
 def build_router() -> APIRouter:
-    router = APIRouter(prefix=PREFIX)
+    router = APIRouter(prefix=PREFIX, route_class=DirectRoute)
     for resource in RESOURCES:
         router.add_api_route(
             f"/{resource.path}",
