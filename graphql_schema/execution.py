@@ -2,18 +2,21 @@
 
 graphql-core completes every field of every object on its own: resolve info, resolver
 call, value completion, path bookkeeping. For a page of 100 rows of nine plain columns
-that is most of a request's CPU. A field that is a plain attribute of a leaf type (no
-resolver, no arguments, a scalar or enum, or `__typename`) gives the same result when its
-attribute is read and serialized, which is what this executor does: in one loop for the
-items of a list whose every field is such a field, field by field otherwise. Anything
-else (a resolver, a nested object, `@defer`, a null in a non-null field, a value that
-fails to serialize) takes graphql-core's own path, so results and errors are unchanged.
+that is most of a request's CPU. A plain field is a leaf (a scalar or enum, or
+`__typename`) without arguments whose value is an attribute of its parent object, or the
+result of a synchronous resolver that takes nothing but the parent (no info, arguments,
+permissions or field extensions: the Markdown fields). Its result is the same when the
+value is read and serialized, which is what this executor does: in one loop for the
+items of a list whose every field is plain, field by field otherwise. Anything else (an
+async resolver, a nested object, `@defer`, a null in a non-null field, a value that fails
+to read or serialize) takes graphql-core's own path, so results and errors are unchanged.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass
+from operator import attrgetter
 from typing import Any
 from weakref import WeakKeyDictionary
 
@@ -38,7 +41,7 @@ _TYPENAME = "__typename"
 class _PlainField:
     """How to produce a plain field's value from its parent object."""
 
-    attribute: str | None  # None: __typename
+    read: Callable[[Any], Any]  # the value, from the parent object
     serialize: Callable[[Any], Any]
     nullable: bool
     # A value of exactly this type is its own serialization (str for String and ID, bool
@@ -74,29 +77,50 @@ def _plain_field(object_type: GraphQLObjectType, name: str) -> _PlainField | Non
 def _decide_plain_field(object_type: GraphQLObjectType, name: str) -> _PlainField | None:
     if name == _TYPENAME:
         type_name = object_type.name
-        return _PlainField(None, lambda _value: type_name, nullable=False)
+        return _PlainField(lambda _parent: type_name, str, nullable=False, passthrough=str)
     field = object_type.fields.get(name)
-    # Strawberry marks the resolver of a field that only reads an attribute.
-    if field is None or field.args or not getattr(field.resolve, "_is_default", False):
+    if field is None or field.args:
         return None
     leaf = get_nullable_type(field.type)
-    if not is_leaf_type(leaf):
-        return None
     definition = field.extensions.get(GraphQLCoreConverter.DEFINITION_BACKREF)
-    if definition is None:
+    if not is_leaf_type(leaf) or definition is None:
+        return None
+    read = _reader_of(field.resolve, definition)
+    if read is None:
         return None
     serialize = leaf.serialize  # type: ignore[union-attr]
     return _PlainField(
-        definition.python_name,
+        read,
         serialize,
         nullable=not isinstance(field.type, GraphQLNonNull),
         passthrough=_PASSTHROUGH.get(serialize),
     )
 
 
+def _reader_of(resolve: Any, definition: Any) -> Callable[[Any], Any] | None:
+    """How a field's value is read from its parent, when nothing else is involved."""
+    # Strawberry marks the resolver of a field that only reads an attribute.
+    if getattr(resolve, "_is_default", False):
+        return attrgetter(definition.python_name)
+    resolver = definition.base_resolver
+    if (
+        resolver is None
+        or resolver.is_async
+        or resolver.arguments
+        or resolver.info_parameter is not None
+        or resolver.root_parameter is not None
+        or resolver.parent_parameter is not None
+        or definition.extensions
+        or definition.permission_classes
+    ):
+        return None
+    # A method of the type called with the parent as `self`, as Strawberry calls it.
+    return resolver.wrapped_func  # type: ignore[no-any-return]
+
+
 def _complete(plan: list[tuple[str, _PlainField]], items: list[Any], *, items_nullable: bool) -> list[Any]:
     # Flattened once per list: the inner loop runs for every field of every row.
-    steps = [(key, field.attribute, field.passthrough, field.serialize, field.nullable) for key, field in plan]
+    steps = [(key, field.read, field.passthrough, field.serialize, field.nullable) for key, field in plan]
     completed: list[Any] = []
     for item in items:
         if item is None:
@@ -105,8 +129,11 @@ def _complete(plan: list[tuple[str, _PlainField]], items: list[Any], *, items_nu
             completed.append(None)
             continue
         row: dict[str, Any] = {}
-        for key, attribute, passthrough, serialize, nullable in steps:
-            value = item if attribute is None else getattr(item, attribute)
+        for key, read, passthrough, serialize, nullable in steps:
+            try:
+                value = read(item)
+            except Exception as exc:  # graphql-core reports it with the field's path
+                raise _Fallback from exc
             if value is None:
                 if not nullable:
                     raise _Fallback
@@ -149,16 +176,16 @@ class FlatListExecutor(StrawberryGraphQLCoreExecutionContext):
         if source is not None:
             field = _plain_field(parent_type, field_details_list[0].node.name.value)
             if field is not None:
-                value = source if field.attribute is None else getattr(source, field.attribute)
-                if type(value) is field.passthrough:
-                    return value
-                if value is not None:
-                    try:
+                try:
+                    value = field.read(source)
+                    if type(value) is field.passthrough:
+                        return value
+                    if value is not None:
                         return field.serialize(value)
-                    except Exception:  # noqa: S110 (graphql-core reports it with the field's path)
-                        pass
-                elif field.nullable:
-                    return None
+                    if field.nullable:
+                        return None
+                except Exception:  # noqa: S110 (graphql-core's path reports it with the field's path)
+                    pass
         return super().execute_field(parent_type, source, field_details_list, path, position_context)
 
     def complete_list_value(
