@@ -9,6 +9,7 @@ Core selects of the needed columns, no ORM unit of work), CLI commands write thr
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import AsyncIterator, Mapping
 from contextlib import asynccontextmanager
 from typing import Any
@@ -44,63 +45,96 @@ async def _aiosqlite_rows(connection: Any, sql: str, arguments: Any) -> list[Any
 _DRIVER_ROWS = {"postgresql": _psycopg_rows, "sqlite": _aiosqlite_rows}
 
 
-class RequestConnection:
-    """A request's driver connection, taken from the pool at its first statement.
+class Turns:
+    """First come, first served access to a pool of `size` connections, waiting at most
+    `timeout_s` (then the read fails, as an exhausted pool's would)."""
 
-    A request the guard turns away, or whose key is verified from the cache, holds no
+    def __init__(self, size: int, timeout_s: float) -> None:
+        self._free = asyncio.Semaphore(size)  # hands a released turn to the longest waiter
+        self._timeout_s = timeout_s
+
+    @asynccontextmanager
+    async def turn(self) -> AsyncIterator[None]:
+        try:
+            async with asyncio.timeout(self._timeout_s):
+                await self._free.acquire()
+        except TimeoutError as exc:
+            raise ReadFailed("no pooled connection within the pool timeout") from exc
+        try:
+            yield
+        finally:
+            self._free.release()
+
+
+class RequestConnection:
+    """A request's reads, each on a connection lent by the pool for that statement alone.
+
+    A request the guard turns away, or whose key is verified from the cache, takes no
     connection before its query; an unreachable database or an exhausted pool fails that
     statement, where the read paths turn it into their documented errors (503 while the
     key cannot be verified, the endpoint's 500 with the key's rate headers after), rather
     than the start of the request, before authentication.
 
+    A connection goes back to the pool as soon as its rows are read, not when the request
+    ends: while the request executes its GraphQL document and sends its response, the
+    connection serves another. When more statements are ready than the pool has
+    connections, they take turns in arrival order at a gate in front of the pool (`turns`):
+    the pool's own wait is an asyncio queue, where a newcomer can take a returned
+    connection before a statement that has been waiting, so under load a few requests
+    waited over a second (p99 1.2 s at 64 connections, against 0.1 s with no waiting).
+
     Statements go to the driver directly (see engine/statements.py). The pool does not
-    ping a connection before lending it (a round trip per request); instead a read that
+    ping a connection before lending it (a round trip per statement); instead a read that
     finds its connection dropped (the database restarted since) discards it and runs once
     more on a new one: reads are idempotent, so clients see no error for a stale pool.
     """
 
-    def __init__(self, engine: AsyncEngine) -> None:
+    def __init__(self, engine: AsyncEngine, turns: Turns | None) -> None:
         self._engine = engine
         self._dialect = engine.dialect
         self._driver_rows = _DRIVER_ROWS[engine.dialect.name]
-        self._pooled: PoolProxiedConnection | None = None
+        self._turns = turns
 
     async def fetch(self, statement: ReadStatement, parameters: Mapping[str, Any] | None = None) -> list[Any]:
         compiled = statement.compiled(self._dialect)
         sql, arguments = compiled.bind(parameters)
+        if self._turns is None:
+            return compiled.rows(await self._run(sql, arguments))
+        async with self._turns.turn():
+            return compiled.rows(await self._run(sql, arguments))
+
+    async def _run(self, sql: str, arguments: Any) -> list[Any]:
         for attempt in range(2):
-            pooled = await self._connection()
+            pooled = await self._borrow()
             try:
                 raw_rows = await self._driver_rows(pooled.driver_connection, sql, arguments)
             except self._dialect.loaded_dbapi.Error as exc:
                 DATABASE_ERRORS.inc()
-                if attempt == 0 and self._dialect.is_disconnect(exc, pooled.dbapi_connection, None):
-                    await self._discard(exc)
+                disconnected = self._dialect.is_disconnect(exc, pooled.dbapi_connection, None)
+                if disconnected:
+                    await greenlet_spawn(pooled.invalidate, exc)
+                else:
+                    await greenlet_spawn(pooled.close)
+                if disconnected and attempt == 0:
                     continue
                 raise ReadFailed(str(type(exc).__name__)) from exc
-            return compiled.rows(raw_rows)
+            except BaseException as exc:
+                # Cancelled mid-statement (the client went away): the connection may still
+                # be busy with it, so it is closed rather than lent again.
+                await asyncio.shield(greenlet_spawn(pooled.invalidate, exc))
+                raise
+            await greenlet_spawn(pooled.close)
+            return raw_rows
         raise AssertionError("unreachable: the second attempt returns or raises")
 
-    async def _connection(self) -> PoolProxiedConnection:
-        if self._pooled is None:
-            try:
-                self._pooled = await self._engine.raw_connection()
-            except self._dialect.loaded_dbapi.Error as exc:  # refused, timed out, auth
-                DATABASE_ERRORS.inc()
-                raise ReadFailed(str(type(exc).__name__)) from exc
-            except SQLAlchemyError as exc:  # the pool stayed exhausted for pool_timeout
-                raise ReadFailed(str(type(exc).__name__)) from exc
-        return self._pooled
-
-    async def _discard(self, exc: BaseException) -> None:
-        pooled, self._pooled = self._pooled, None
-        if pooled is not None:
-            await greenlet_spawn(pooled.invalidate, exc)
-
-    async def close(self) -> None:
-        pooled, self._pooled = self._pooled, None
-        if pooled is not None:
-            await greenlet_spawn(pooled.close)
+    async def _borrow(self) -> PoolProxiedConnection:
+        try:
+            return await self._engine.raw_connection()
+        except self._dialect.loaded_dbapi.Error as exc:  # refused, timed out, auth
+            DATABASE_ERRORS.inc()
+            raise ReadFailed(str(type(exc).__name__)) from exc
+        except SQLAlchemyError as exc:  # the pool stayed exhausted for pool_timeout
+            raise ReadFailed(str(type(exc).__name__)) from exc
 
 
 # What the read paths take: the request's connection, or a session where one is already
@@ -169,7 +203,13 @@ class Database:
 
     def __init__(self, settings: Settings) -> None:
         self.engine = create_engine(settings)
-        self.read_engine = self.engine if self.engine.dialect.name == "sqlite" else create_engine(settings, reads=True)
+        if self.engine.dialect.name == "sqlite":
+            # The embedded default: one file, one worker; its pool (SQLAlchemy's default
+            # for SQLite files) is left to itself.
+            self.read_engine, self._turns = self.engine, None
+        else:
+            self.read_engine = create_engine(settings, reads=True)
+            self._turns = Turns(settings.db_pool_size, settings.db_pool_timeout_s)
         self._sessions = async_sessionmaker(self.engine, expire_on_commit=False)
 
     @property
@@ -193,12 +233,8 @@ class Database:
 
     @asynccontextmanager
     async def reader(self) -> AsyncIterator[RequestConnection]:
-        """A connection for one request's reads, back in the pool when the request ends."""
-        connection = RequestConnection(self.read_engine)
-        try:
-            yield connection
-        finally:
-            await connection.close()
+        """The reads of one request (each statement borrows a pooled connection)."""
+        yield RequestConnection(self.read_engine, self._turns)
 
     async def ping(self) -> None:
         """ReadFailed unless the database answers a statement on the request path's pool."""
