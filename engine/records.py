@@ -185,15 +185,21 @@ def _page_statement(
     return ReadStatement(select(*merged.c).order_by(*_ordered(order, merged.c)).limit(size))
 
 
-def _page_parameters(scope: CampaignScope, position: Cursor, size: int) -> dict[str, Any]:
+def _page_start(
+    scope: CampaignScope,
+    position: Cursor,
+    size: int,
+    seek: Callable[[tuple[SortKeyValue, ...]], tuple[Shape, dict[str, Any]]],
+) -> tuple[Shape, dict[str, Any]]:
+    """The statement shape of a page and its parameters; `seek` validates a cursor's
+    sort key and gives its shape and parameters."""
     parameters: dict[str, Any] = {"campaign_id": scope.campaign_id, "size": size}
-    if position.offset and not position.after:
-        parameters["offset"] = position.offset
-    return parameters
-
-
-def _start_shape(position: Cursor) -> Shape:
-    return Shape.OFFSET if position.offset else Shape.FIRST
+    if position.after:
+        shape, seek_parameters = seek(position.after)
+        return shape, {**parameters, **seek_parameters}
+    if position.offset:
+        return Shape.OFFSET, {**parameters, "offset": position.offset}
+    return Shape.FIRST, parameters
 
 
 # --- sessions -------------------------------------------------------------------------
@@ -277,11 +283,7 @@ async def list_sessions(
 ) -> Page[Row]:
     page_size = clamp_limit(limit)
     position = _parse_cursor(cursor)
-    parameters = _page_parameters(scope, position, page_size + 1)
-    shape = _start_shape(position)
-    if position.after:
-        shape, seek = _session_seek(position.after)
-        parameters.update(seek)
+    shape, parameters = _page_start(scope, position, page_size + 1, _session_seek)
     rows = await _fetch(db, _session_page(with_summary, shape), parameters, failure="Failed to fetch sessions")
     return _page(rows, limit=page_size, offset=position.offset, sort_key=_session_sort_key)
 
@@ -377,11 +379,7 @@ async def list_entities(
 ) -> Page[Row]:
     page_size = clamp_limit(limit)
     position = _parse_cursor(cursor)
-    parameters = _page_parameters(scope, position, page_size + 1)
-    shape = _start_shape(position)
-    if position.after:
-        shape, seek = _entity_seek(position.after)
-        parameters.update(seek)
+    shape, parameters = _page_start(scope, position, page_size + 1, _entity_seek)
     statement = _entity_page(kind, with_description, shape)
     rows = await _fetch(db, statement, parameters, failure=kind.fetch_failed_message)
     return _page(rows, limit=page_size, offset=position.offset, sort_key=_entity_sort_key)
@@ -412,14 +410,12 @@ _VISIBLE_LOCATIONS_BY_ID = ReadStatement(
         Location.id.in_(bindparam("ids", expanding=True)),  # type: ignore[attr-defined]
         *_visible(Location),
     ),
-    expanding=True,
 )
 
 _VISIBLE_CHILDREN = ReadStatement(
     select(*_NESTED_LOCATION_COLUMNS)
     .where(Location.parent_id.in_(bindparam("ids", expanding=True)), *_visible(Location))  # type: ignore[union-attr]
     .order_by(*_entity_order(Location)),
-    expanding=True,
 )
 
 

@@ -65,7 +65,7 @@ class CompiledRead:
         return rows
 
 
-def _compile(statement: Select[Any], dialect: Dialect, *, expanding: bool) -> CompiledRead:
+def _compile(statement: Select[Any], dialect: Dialect) -> CompiledRead:
     compiled = statement.compile(dialect=dialect)
     assert isinstance(compiled, SQLCompiler)
     bind_processors = {
@@ -82,7 +82,8 @@ def _compile(statement: Select[Any], dialect: Dialect, *, expanding: bool) -> Co
     row_type = namedtuple("Row", [column.key for column in columns], rename=True)  # type: ignore[misc]
     return CompiledRead(
         compiled=compiled,
-        expanding=expanding,
+        # An `IN` over a list given at execution (`bindparam(..., expanding=True)`).
+        expanding=any(bind.expanding for bind in compiled.binds.values()),
         bind_processors=bind_processors,
         result_processors=result_processors,
         row_type=row_type,
@@ -90,18 +91,14 @@ def _compile(statement: Select[Any], dialect: Dialect, *, expanding: bool) -> Co
 
 
 class ReadStatement:
-    """A select whose varying values are bind parameters, compiled once per dialect.
+    """A select whose varying values are bind parameters, compiled once per dialect."""
 
-    `expanding=True` marks a statement with an `IN` over a list given at execution.
-    """
-
-    def __init__(self, statement: Select[Any], *, expanding: bool = False) -> None:
+    def __init__(self, statement: Select[Any]) -> None:
         self.statement = statement
-        self._expanding = expanding
         self._compiled: dict[str, CompiledRead] = {}
 
     def compiled(self, dialect: Dialect) -> CompiledRead:
         compiled = self._compiled.get(dialect.name)
         if compiled is None:
-            compiled = self._compiled[dialect.name] = _compile(self.statement, dialect, expanding=self._expanding)
+            compiled = self._compiled[dialect.name] = _compile(self.statement, dialect)
         return compiled
