@@ -1,17 +1,17 @@
-"""Async database access: one engine per process, one connection or session per request.
+"""Async database access: the process's engines, a reader per request, sessions for the CLI.
 
 PostgreSQL goes through psycopg 3, the embedded default SQLite through aiosqlite. The
 request boundary opens what it needs and passes it down; engine functions never open
-their own: REST and GraphQL requests read through `Database.reader()` (a connection:
-Core selects of the needed columns, no ORM unit of work), CLI commands write through
-`Database.session()` (committed on success, rolled back on error).
+their own: REST and GraphQL requests read through `Database.reader()` (prepared Core
+selects on a pooled driver connection per statement, no ORM unit of work), CLI commands
+write through `Database.session()` (committed on success, rolled back on error).
 """
 
 from __future__ import annotations
 
 import asyncio
 from collections.abc import AsyncIterator, Mapping
-from contextlib import asynccontextmanager
+from contextlib import asynccontextmanager, nullcontext
 from typing import Any
 
 from sqlalchemy import event, literal, select
@@ -66,7 +66,7 @@ class Turns:
             self._free.release()
 
 
-class RequestConnection:
+class RequestReader:
     """A request's reads, each on a connection lent by the pool for that statement alone.
 
     A request the guard turns away, or whose key is verified from the cache, takes no
@@ -98,9 +98,7 @@ class RequestConnection:
     async def fetch(self, statement: ReadStatement, parameters: Mapping[str, Any] | None = None) -> list[Any]:
         compiled = statement.compiled(self._dialect)
         sql, arguments = compiled.bind(parameters)
-        if self._turns is None:
-            return compiled.rows(await self._run(sql, arguments))
-        async with self._turns.turn():
+        async with self._turns.turn() if self._turns is not None else nullcontext():
             return compiled.rows(await self._run(sql, arguments))
 
     async def _run(self, sql: str, arguments: Any) -> list[Any]:
@@ -137,14 +135,14 @@ class RequestConnection:
             raise ReadFailed(str(type(exc).__name__)) from exc
 
 
-# What the read paths take: the request's connection, or a session where one is already
+# What the read paths take: the request's reader, or a session where one is already
 # open (the CLI, tests), which runs the same statements through SQLAlchemy.
-Reader = RequestConnection | AsyncConnection | AsyncSession
+Reader = RequestReader | AsyncConnection | AsyncSession
 
 
 async def fetch(db: Reader, statement: ReadStatement, parameters: Mapping[str, Any] | None = None) -> list[Any]:
     """The rows of `statement`; ReadFailed when the database cannot answer."""
-    if isinstance(db, RequestConnection):
+    if isinstance(db, RequestReader):
         return await db.fetch(statement, parameters)
     try:
         return list((await db.execute(statement.statement, parameters)).all())
@@ -195,7 +193,7 @@ def create_engine(settings: Settings, *, reads: bool = False) -> AsyncEngine:
 
 
 class Database:
-    """The process's engines: sessions for the CLI, bare connections for request reads.
+    """The process's engines: sessions for the CLI, a reader per request.
 
     Each engine's pool opens connections only when first used, so a server process holds
     read connections only, and a CLI command session connections only.
@@ -232,9 +230,9 @@ class Database:
                 raise
 
     @asynccontextmanager
-    async def reader(self) -> AsyncIterator[RequestConnection]:
+    async def reader(self) -> AsyncIterator[RequestReader]:
         """The reads of one request (each statement borrows a pooled connection)."""
-        yield RequestConnection(self.read_engine, self._turns)
+        yield RequestReader(self.read_engine, self._turns)
 
     async def ping(self) -> None:
         """ReadFailed unless the database answers a statement on the request path's pool."""
