@@ -149,7 +149,7 @@ def _complete(plan: list[tuple[str, _PlainField]], items: list[Any], *, items_nu
     return completed
 
 
-class FlatListExecutor(StrawberryGraphQLCoreExecutionContext):
+class PlainFieldExecutor(StrawberryGraphQLCoreExecutionContext):
     def _flat_plan(self, item_type: GraphQLOutputType, field_details_list: Any) -> list[tuple[str, _PlainField]] | None:
         object_type = get_nullable_type(item_type)
         if not isinstance(object_type, GraphQLObjectType) or object_type.is_type_of is not None:

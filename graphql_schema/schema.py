@@ -27,7 +27,7 @@ from strawberry.extensions import DisableIntrospection, ParserCache, SchemaExten
 from strawberry.types import ExecutionContext
 
 from graphql_schema.errors import PublicErrors, domain_error_of, logger
-from graphql_schema.execution import FlatListExecutor
+from graphql_schema.execution import PlainFieldExecutor
 from graphql_schema.metrics import OperationMetrics
 from graphql_schema.query import Query
 
@@ -158,5 +158,5 @@ def build_schema(*, introspection: bool = True) -> CampaignSchema:
     return CampaignSchema(
         query=Query,
         extensions=extensions,  # type: ignore[arg-type]
-        execution_context_class=FlatListExecutor,
+        execution_context_class=PlainFieldExecutor,
     )

@@ -23,7 +23,7 @@ from engine.records import CampaignScope
 from engine.settings import Settings
 from engine.tables import Character, Faction, Item, Location, WikiEntityColumns
 from graphql_schema.context import CampaignContext
-from graphql_schema.execution import FlatListExecutor
+from graphql_schema.execution import PlainFieldExecutor
 from graphql_schema.query import Query
 from graphql_schema.schema import MAX_ALIASES, MAX_DEPTH, build_schema
 from tests.factories import add_campaign, add_entity, add_session, at
@@ -898,7 +898,7 @@ class TestFlatListExecution:
         fast = await schema.execute(query, context_value=context)
         plain = await strawberry.Schema(query=Query).execute(query, context_value=context)
         assert isinstance(schema.execution_context_class, type)
-        assert issubclass(schema.execution_context_class, FlatListExecutor)
+        assert issubclass(schema.execution_context_class, PlainFieldExecutor)
         assert fast.errors is None and plain.errors is None
         assert fast.data == plain.data
         assert fast.data is not None
