@@ -250,9 +250,12 @@ class RateLimits:
             _RedisCounters(settings, settings.redis_url) if settings.redis_url else _MemoryCounters()
         )
 
+    def _failed_auth_step(self, ip: str) -> Step:
+        return Step.of("failed_auth", self.failed_auth, ip, counted=False)
+
     def _client_steps(self, ip: str) -> list[Step]:
         # The failed-auth limit is checked before the key, so a good key does not help.
-        return [Step.of("ip", self.ip, ip), Step.of("failed_auth", self.failed_auth, ip, counted=False)]
+        return [Step.of("ip", self.ip, ip), self._failed_auth_step(ip)]
 
     def _key_steps(self, key_id: str, owner_id: str) -> list[Step]:
         return [Step.of("key", self.key, key_id), Step.of("owner", self.owner, owner_id)]
@@ -274,7 +277,7 @@ class RateLimits:
 
     async def record_failed_auth(self, ip: str) -> None:
         """Step 3's failure: one more failed authentication for the IP."""
-        await self._counters.add(self._client_steps(ip)[1])
+        await self._counters.add(self._failed_auth_step(ip))
 
     async def admit_key(self, *, key_id: str, owner_id: str) -> RateWindow:
         """Steps 4 and 5: count the key, then its owner. The key's window is returned for
