@@ -38,6 +38,7 @@ from limits.aio.storage import MemoryStorage, RedisStorage
 
 from engine.errors import RateLimited, ServiceUnavailable
 from engine.metrics import RATE_LIMIT_REJECTIONS, RATE_LIMIT_STORAGE_ERRORS
+from engine.script_batches import ScriptBatches
 from engine.settings import Settings
 
 # Runs the given steps in order, stopping after the first that rejects (the rule of
@@ -168,14 +169,15 @@ class _RedisCounters(_Counters):
             key_prefix=STORAGE_PREFIX,
             connection_pool=pool,
         )
-        self._steps = self.storage.bridge.get_connection().register_script(_STEPS)
+        # Concurrent requests' scripts share round trips (engine/script_batches.py).
+        self._steps = ScriptBatches(self.storage.bridge.get_connection(), _STEPS)
 
     async def run(self, steps: Sequence[Step]) -> list[Count]:
         now = time.time()
         keys = [f"{STORAGE_PREFIX}:{step.key}" for step in steps]
         args = [arg for step in steps for arg in (step.item.get_expiry(), step.item.amount, int(step.counted))]
         try:
-            values = [int(value) for value in await self._steps(keys, args)]
+            values = [int(value) for value in await self._steps.call(keys, args)]
         except (redis.RedisError, OSError, TimeoutError) as exc:
             raise _unavailable() from exc
         return [
@@ -196,6 +198,7 @@ class _RedisCounters(_Counters):
             return False
 
     async def close(self) -> None:
+        await self._steps.close()
         await self._pool.disconnect()
 
 
