@@ -97,7 +97,13 @@ class Floor:
     async def startup(self) -> None:
         self.pepper = os.environ["API_KEY_PEPPER"].encode()
         self.pool = AsyncConnectionPool(
-            conninfo(), min_size=10, max_size=10, kwargs={"options": "-c TimeZone=UTC"}, open=False
+            conninfo(),
+            min_size=10,
+            max_size=10,
+            # Autocommit: each SELECT stands alone, as the service's reads do; otherwise psycopg
+            # sends BEGIN before it and the pool a ROLLBACK on its return, two more round trips.
+            kwargs={"options": "-c TimeZone=UTC", "autocommit": True},
+            open=False,
         )
         await self.pool.open(wait=True)
 
