@@ -26,6 +26,7 @@ every Redis round trip) and answers 500 rather than 503 when Redis is down.
 
 from __future__ import annotations
 
+import functools
 import math
 import time
 from abc import ABC, abstractmethod
@@ -116,12 +117,20 @@ class Step:
         """The step of `limit` for `identity` (an IP, a key id, an owner id). The limit's
         name is part of the counter's key: the IP and failed-auth limits both count per
         IP, and two limits configured with the same rate must still not share a counter."""
-        return cls(limit, item, item.key_for(f"{limit}/{identity}"), counted)
+        return _step(cls, limit, item, identity, counted)
 
     def rejects(self, value: int) -> bool:
         # A counted value includes this request, so `amount` of them fit in the window;
         # a read-only one does not, so it blocks once it holds `amount`.
         return value > self.item.amount if self.counted else value >= self.item.amount
+
+
+# A client makes many requests: its steps (and their counter keys, which `limits` builds
+# by joining strings) are made once per identity and reused. Bounded, as identities
+# include client IPs; an evicted one is simply built again.
+@functools.lru_cache(maxsize=16384)
+def _step(cls: type[Step], limit: str, item: RateLimitItem, identity: str, counted: bool) -> Step:
+    return cls(limit, item, item.key_for(f"{limit}/{identity}"), counted)
 
 
 class _Counters(ABC):
@@ -172,10 +181,19 @@ class _RedisCounters(_Counters):
         # Concurrent requests' scripts share round trips (engine/script_batches.py).
         self._steps = ScriptBatches(self.storage.bridge.get_connection(), _STEPS)
 
+    @staticmethod
+    @functools.lru_cache(maxsize=16384)
+    def _wire(step: Step) -> tuple[bytes, tuple[bytes, bytes, bytes]]:
+        """A step's counter key and script arguments, encoded once (bytes go to the socket
+        as they are; redis-py would encode every str and int of every call again)."""
+        window, amount = str(step.item.get_expiry()).encode(), str(step.item.amount).encode()
+        return f"{STORAGE_PREFIX}:{step.key}".encode(), (window, amount, b"1" if step.counted else b"0")
+
     async def run(self, steps: Sequence[Step]) -> list[Count]:
         now = time.time()
-        keys = [f"{STORAGE_PREFIX}:{step.key}" for step in steps]
-        args = [arg for step in steps for arg in (step.item.get_expiry(), step.item.amount, int(step.counted))]
+        wires = [self._wire(step) for step in steps]
+        keys = [key for key, _arguments in wires]
+        args = [value for _key, arguments in wires for value in arguments]
         try:
             values = [int(value) for value in await self._steps.call(keys, args)]
         except (redis.RedisError, OSError, TimeoutError) as exc:

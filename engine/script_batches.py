@@ -24,7 +24,7 @@ import redis.asyncio
 from redis.exceptions import NoScriptError
 
 # (keys, args, the caller's future)
-_Call = tuple[Sequence[str], Sequence[Any], "asyncio.Future[Any]"]
+_Call = tuple[Sequence[str | bytes], Sequence[Any], "asyncio.Future[Any]"]
 
 
 class ScriptBatches:
@@ -37,7 +37,7 @@ class ScriptBatches:
         self._queued: list[_Call] = []
         self._sending: set[asyncio.Task[None]] = set()  # referenced until done
 
-    async def call(self, keys: Sequence[str], args: Sequence[Any]) -> Any:
+    async def call(self, keys: Sequence[str | bytes], args: Sequence[Any]) -> Any:
         """The script's reply for these keys and arguments; what Redis raised otherwise."""
         loop = asyncio.get_running_loop()
         if not self._queued:
