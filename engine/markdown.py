@@ -9,10 +9,9 @@ functions: no I/O, no web framework.
 from __future__ import annotations
 
 import functools
-import hashlib
 import re
 from collections.abc import Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from types import MappingProxyType
 from typing import Any, ClassVar
 
@@ -46,8 +45,7 @@ def render_public(raw: str | None) -> PublicMarkdown:
     """The public Markdown and text of a stored summary or description (memoized)."""
     if not raw:
         return _EMPTY
-    digest = hashlib.sha256(raw.encode("utf-8", "surrogatepass")).digest()
-    return _render_cached(_Source(digest, raw))
+    return _render_cached(raw)
 
 
 def strip_gm_content(raw: str) -> str:
@@ -73,17 +71,14 @@ def markdown_to_text(markdown: str) -> str:
 # -- memoization ---------------------------------------------------------------------------
 
 
-@dataclass(frozen=True, slots=True)
-class _Source:
-    """Cache key: equal and hashed by the sha256 of the text, carrying the text along."""
-
-    digest: bytes
-    raw: str = field(compare=False, hash=False)
-
-
+# Keyed by the raw text itself, so content-addressed: a dict lookup hashes it and then
+# compares it with the stored text, so a hit is never another text's result. Python keeps
+# a string's hash on the object, so the two fields of one record (markdown and text) hash
+# it once; a sha256 digest as the key cost 12 us per 20 KB per field, and the entry held
+# the raw text anyway.
 @functools.lru_cache(maxsize=_CACHE_SIZE)
-def _render_cached(source: _Source) -> PublicMarkdown:
-    markdown = strip_gm_content(source.raw)
+def _render_cached(raw: str) -> PublicMarkdown:
+    markdown = strip_gm_content(raw)
     if not markdown:
         return _EMPTY
     return PublicMarkdown(markdown, markdown_to_text(markdown))
