@@ -6,7 +6,7 @@ document and returns the document's data as the body, with the key's rate header
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Callable, Coroutine
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from typing import Any
 
@@ -14,6 +14,7 @@ from fastapi import APIRouter, Request
 from fastapi.routing import APIRoute
 from pydantic import BaseModel
 from starlette.responses import Response
+from starlette.types import Receive, Scope, Send
 
 from engine.errors import InvalidCursor, InvalidLimit
 from engine.pagination import LIMIT_MESSAGE, parse_limit
@@ -170,17 +171,21 @@ def _record_endpoint(resource: Resource) -> Callable[[Request, str], Awaitable[R
 class DirectRoute(APIRoute):
     """A route whose endpoint takes the request (and its path parameters) and returns the
     response itself. It is documented from the endpoint's signature like any FastAPI route,
-    but served without FastAPI's dependency solving, parameter validation and response
-    serialization: these endpoints validate `limit`, `cursor` and `id` themselves (with
-    the documented 400 bodies) and build their JSON responses directly."""
+    but served as a plain ASGI call of the endpoint: no dependency solving, parameter
+    validation or response serialization (these endpoints validate `limit`, `cursor` and
+    `id` themselves, with the documented 400 bodies, and build their JSON responses), and
+    none of FastAPI's per-request wrapping for them (two exit stacks for dependencies with
+    `yield`, a second exception-handling layer): an error the endpoint raises reaches the
+    application's exception middleware, which answers it with the same handlers."""
 
-    def get_route_handler(self) -> Callable[[Request], Coroutine[Any, Any, Response]]:
-        endpoint = self.endpoint
+    def __init__(self, path: str, endpoint: Callable[..., Any], **kwargs: Any) -> None:
+        super().__init__(path, endpoint, **kwargs)
+        self.app = self._serve_endpoint
 
-        async def handler(request: Request) -> Response:
-            return await endpoint(request, **request.path_params)  # type: ignore[no-any-return]
-
-        return handler
+    async def _serve_endpoint(self, scope: Scope, receive: Receive, send: Send) -> None:
+        request = Request(scope, receive, send)
+        response: Response = await self.endpoint(request, **scope["path_params"])
+        await response(scope, receive, send)
 
 
 def add_routes(router: APIRouter) -> None:
