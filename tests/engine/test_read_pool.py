@@ -319,3 +319,26 @@ async def test_a_turn_not_given_within_the_pool_timeout_is_a_read_failure() -> N
             async with turns.turn():
                 pass
         assert 0.04 <= asyncio.get_running_loop().time() - started < 1
+
+
+async def test_only_a_statement_that_waits_for_its_turn_arms_a_timer(monkeypatch: pytest.MonkeyPatch) -> None:
+    armed: list[float | None] = []
+    timeout = asyncio.timeout
+
+    def spy(delay: float | None) -> asyncio.Timeout:
+        armed.append(delay)
+        return timeout(delay)
+
+    async def take(turns: Turns) -> None:
+        async with turns.turn():
+            pass
+
+    monkeypatch.setattr(asyncio, "timeout", spy)
+    turns = Turns(size=2, timeout_s=5)
+    async with turns.turn(), turns.turn():
+        assert armed == []  # both were free
+        waiting = asyncio.create_task(take(turns))
+        await asyncio.sleep(0)
+        assert not waiting.done()
+    await waiting
+    assert armed == [5]
