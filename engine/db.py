@@ -1,4 +1,4 @@
-"""Async database access: the process's engines, a reader per request, sessions for the CLI.
+"""Async database access: a reader per request, sessions for the CLI.
 
 PostgreSQL goes through psycopg 3, the embedded default SQLite through aiosqlite. The
 request boundary opens what it needs and passes it down; engine functions never open
@@ -11,63 +11,28 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import AsyncIterator, Mapping
-from contextlib import asynccontextmanager, nullcontext
+from contextlib import asynccontextmanager
+from functools import partial
 from typing import Any
 
+import psycopg
 from sqlalchemy import event, literal, select
-from sqlalchemy.engine import make_url
+from sqlalchemy.engine import Dialect, make_url
 from sqlalchemy.exc import SQLAlchemyError
 from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine, AsyncSession, async_sessionmaker, create_async_engine
 from sqlalchemy.pool import PoolProxiedConnection
 from sqlalchemy.util import greenlet_spawn
 
 from engine.metrics import DATABASE_ERRORS
+from engine.read_pool import ReadFailed, ReadPool
 from engine.settings import Settings
 from engine.statements import ReadStatement
 
 _PING = ReadStatement(select(literal(1).label("up")))
 
 
-class ReadFailed(Exception):
-    """A read could not be completed: no connection, a driver error, a statement timeout."""
-
-
-async def _psycopg_rows(connection: Any, sql: str, arguments: Any) -> list[Any]:
-    cursor = await connection.execute(sql, arguments)
-    return await cursor.fetchall()
-
-
-async def _aiosqlite_rows(connection: Any, sql: str, arguments: Any) -> list[Any]:
-    async with connection.execute(sql, arguments) as cursor:
-        return list(await cursor.fetchall())
-
-
-_DRIVER_ROWS = {"postgresql": _psycopg_rows, "sqlite": _aiosqlite_rows}
-
-
-class Turns:
-    """First come, first served access to a pool of `size` connections, waiting at most
-    `timeout_s` (then the read fails, as an exhausted pool's would)."""
-
-    def __init__(self, size: int, timeout_s: float) -> None:
-        self._free = asyncio.Semaphore(size)  # hands a released turn to the longest waiter
-        self._timeout_s = timeout_s
-
-    @asynccontextmanager
-    async def turn(self) -> AsyncIterator[None]:
-        try:
-            async with asyncio.timeout(self._timeout_s):
-                await self._free.acquire()
-        except TimeoutError as exc:
-            raise ReadFailed("no pooled connection within the pool timeout") from exc
-        try:
-            yield
-        finally:
-            self._free.release()
-
-
 class RequestReader:
-    """A request's reads, each on a connection lent by the pool for that statement alone.
+    """A request's reads, each on a connection lent for that statement alone.
 
     A request the guard turns away, or whose key is verified from the cache, takes no
     connection before its query; an unreachable database or an exhausted pool fails that
@@ -77,35 +42,42 @@ class RequestReader:
 
     A connection goes back to the pool as soon as its rows are read, not when the request
     ends: while the request executes its GraphQL document and sends its response, the
-    connection serves another. When more statements are ready than the pool has
-    connections, they take turns in arrival order at a gate in front of the pool (`turns`):
-    the pool's own wait is an asyncio queue, where a newcomer can take a returned
-    connection before a statement that has been waiting, so under load a few requests
-    waited over a second (p99 1.2 s at 64 connections, against 0.1 s with no waiting).
+    connection serves another. On PostgreSQL, statements waiting for one take turns in
+    arrival order (engine/read_pool.py): in SQLAlchemy's pool, which waits on an asyncio
+    queue, a newcomer could take a returned connection before a statement that had been
+    waiting, so under load a few requests waited over a second (p99 1.2 s at 64
+    connections, against 0.1 s with no waiting).
 
-    Statements go to the driver directly (see engine/statements.py). The pool does not
-    ping a connection before lending it (a round trip per statement); instead a read that
-    finds its connection dropped (the database restarted since) discards it and runs once
-    more on a new one: reads are idempotent, so clients see no error for a stale pool.
+    Statements go to the driver connection directly (see engine/statements.py).
     """
 
-    def __init__(self, engine: AsyncEngine, turns: Turns | None) -> None:
-        self._engine = engine
-        self._dialect = engine.dialect
-        self._driver_rows = _DRIVER_ROWS[engine.dialect.name]
-        self._turns = turns
+    def __init__(self, dialect: Dialect, connections: ReadPool | SqliteReads) -> None:
+        self._dialect = dialect
+        self._connections = connections
 
     async def fetch(self, statement: ReadStatement, parameters: Mapping[str, Any] | None = None) -> list[Any]:
         compiled = statement.compiled(self._dialect)
         sql, arguments = compiled.bind(parameters)
-        async with self._turns.turn() if self._turns is not None else nullcontext():
-            return compiled.rows(await self._run(sql, arguments))
+        return compiled.rows(await self._connections.rows(sql, arguments))
 
-    async def _run(self, sql: str, arguments: Any) -> list[Any]:
+
+class SqliteReads:
+    """The embedded default's reads: a connection from the engine's own pool (SQLAlchemy's
+    default for SQLite files) per statement, its aiosqlite connection running the statement.
+    As on PostgreSQL, a connection found dropped is discarded and the statement runs once
+    more, without a ping before each."""
+
+    def __init__(self, engine: AsyncEngine) -> None:
+        self._engine = engine
+        self._dialect = engine.dialect
+
+    async def rows(self, sql: str, arguments: Any) -> list[Any]:
+        """The raw rows of one statement; ReadFailed when the database cannot answer."""
         for attempt in range(2):
-            pooled = await self._borrow()
+            pooled = await self.borrow()
             try:
-                raw_rows = await self._driver_rows(pooled.driver_connection, sql, arguments)
+                async with pooled.driver_connection.execute(sql, arguments) as cursor:
+                    raw_rows = list(await cursor.fetchall())
             except self._dialect.loaded_dbapi.Error as exc:
                 DATABASE_ERRORS.inc()
                 disconnected = self._dialect.is_disconnect(exc, pooled.dbapi_connection, None)
@@ -125,10 +97,10 @@ class RequestReader:
             return raw_rows
         raise AssertionError("unreachable: the second attempt returns or raises")
 
-    async def _borrow(self) -> PoolProxiedConnection:
+    async def borrow(self) -> PoolProxiedConnection:
         try:
             return await self._engine.raw_connection()
-        except self._dialect.loaded_dbapi.Error as exc:  # refused, timed out, auth
+        except self._dialect.loaded_dbapi.Error as exc:  # the file cannot be opened
             DATABASE_ERRORS.inc()
             raise ReadFailed(str(type(exc).__name__)) from exc
         except SQLAlchemyError as exc:  # the pool stayed exhausted for pool_timeout
@@ -157,66 +129,67 @@ def _enable_sqlite_foreign_keys(dbapi_connection: Any, _record: Any) -> None:
     cursor.close()
 
 
-def create_engine(settings: Settings, *, reads: bool = False) -> AsyncEngine:
-    """The engine of the CLI's sessions, or with `reads`, of the request path's reads.
+def _connect_args(settings: Settings) -> dict[str, Any]:
+    """What every PostgreSQL connection is opened with, on top of the URL's own arguments."""
+    return {
+        # UTC sessions: timestamps arrive as datetime.UTC-aware values, which the column
+        # type then passes through without converting each one.
+        "options": f"-c statement_timeout={settings.statement_timeout_ms} -c TimeZone=UTC",
+        "connect_timeout": max(1, int(settings.db_pool_timeout_s)),
+    }
 
-    The read engine's PostgreSQL connections are in autocommit: each SELECT stands alone,
-    so no BEGIN before it and no ROLLBACK when the connection returns to the pool. SQLite
-    needs no second engine (sqlite3 opens no transaction for a SELECT), and an in-memory
-    database must stay one engine's.
-    """
+
+def create_engine(settings: Settings) -> AsyncEngine:
+    """The engine of the CLI's sessions (and of the request path's reads on SQLite)."""
     url = make_url(settings.database_url)
     if url.get_backend_name() == "sqlite":
         engine = create_async_engine(url)
         event.listen(engine.sync_engine, "connect", _enable_sqlite_foreign_keys)
         return engine
-    options: dict[str, Any] = (
-        {"isolation_level": "AUTOCOMMIT", "pool_reset_on_return": None}
-        if reads
-        # The CLI's sessions may find a connection dropped since its last use.
-        else {"pool_pre_ping": True}
-    )
     return create_async_engine(
         url,
         pool_size=settings.db_pool_size,
         max_overflow=0,
-        # An exhausted pool waits this long, then the read fails with the 500 body.
         pool_timeout=settings.db_pool_timeout_s,
-        connect_args={
-            # UTC sessions: timestamps arrive as datetime.UTC-aware values, which the
-            # column type then passes through without converting each one.
-            "options": f"-c statement_timeout={settings.statement_timeout_ms} -c TimeZone=UTC",
-            "connect_timeout": max(1, int(settings.db_pool_timeout_s)),
-        },
-        **options,
+        connect_args=_connect_args(settings),
+        # The CLI's sessions may find a connection dropped since its last use.
+        pool_pre_ping=True,
     )
 
 
-class Database:
-    """The process's engines: sessions for the CLI, a reader per request.
+def _read_pool(settings: Settings, dialect: Dialect) -> ReadPool:
+    """The request path's PostgreSQL pool. Its connections are opened as the engine's would
+    be: the arguments SQLAlchemy's dialect derives from the URL (host, port, password,
+    query options such as sslmode; the adapters context), then ours. They are in
+    autocommit: each SELECT stands alone, so no BEGIN before it and no ROLLBACK after it."""
+    positional, keywords = dialect.create_connect_args(make_url(settings.database_url))
+    keywords.update(_connect_args(settings), autocommit=True)
+    connect = partial(psycopg.AsyncConnection.connect, *positional, **keywords)
+    return ReadPool(connect, settings.db_pool_size, settings.db_pool_timeout_s)
 
-    Each engine's pool opens connections only when first used, so a server process holds
-    read connections only, and a CLI command session connections only.
+
+class Database:
+    """The process's connections: sessions for the CLI, a reader per request.
+
+    Every pool opens connections only when first used, so a server process holds read
+    connections only, and a CLI command session connections only.
     """
 
     def __init__(self, settings: Settings) -> None:
         self.engine = create_engine(settings)
-        if self.engine.dialect.name == "sqlite":
-            # The embedded default: one file, one worker; its pool (SQLAlchemy's default
-            # for SQLite files) is left to itself.
-            self.read_engine, self._turns = self.engine, None
-        else:
-            self.read_engine = create_engine(settings, reads=True)
-            self._turns = Turns(settings.db_pool_size, settings.db_pool_timeout_s)
+        # What lends the request path's connections. SQLite: the embedded default, one
+        # file, one worker; the engine's pool (an in-memory database must stay one
+        # engine's, and sqlite3 opens no transaction for a SELECT).
+        self.read_connections: ReadPool | SqliteReads = (
+            SqliteReads(self.engine)
+            if self.engine.dialect.name == "sqlite"
+            else _read_pool(settings, self.engine.dialect)
+        )
         self._sessions = async_sessionmaker(self.engine, expire_on_commit=False)
 
     @property
     def backend(self) -> str:
         return self.engine.dialect.name
-
-    @property
-    def engines(self) -> tuple[AsyncEngine, ...]:
-        return (self.engine,) if self.read_engine is self.engine else (self.engine, self.read_engine)
 
     @asynccontextmanager
     async def session(self) -> AsyncIterator[AsyncSession]:
@@ -232,7 +205,7 @@ class Database:
     @asynccontextmanager
     async def reader(self) -> AsyncIterator[RequestReader]:
         """The reads of one request (each statement borrows a pooled connection)."""
-        yield RequestReader(self.read_engine, self._turns)
+        yield RequestReader(self.engine.dialect, self.read_connections)
 
     async def ping(self) -> None:
         """ReadFailed unless the database answers a statement on the request path's pool."""
@@ -240,5 +213,6 @@ class Database:
             await connection.fetch(_PING)
 
     async def dispose(self) -> None:
-        for engine in self.engines:
-            await engine.dispose()
+        if isinstance(self.read_connections, ReadPool):
+            await self.read_connections.dispose()
+        await self.engine.dispose()

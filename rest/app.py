@@ -37,8 +37,9 @@ CORS_EXPOSED_HEADERS = ("X-RateLimit-Limit", "X-RateLimit-Remaining", "X-RateLim
 def create_app(settings: Settings | None = None) -> FastAPI:
     runtime = Runtime.build(settings or get_settings())
     configure_logging(runtime.settings.log_level)
-    for engine in runtime.database.engines:
-        watch_database_errors(engine)
+    # Reads count their own driver errors (engine/db.py, engine/read_pool.py); this counts
+    # those of statements run through the engine's sessions.
+    watch_database_errors(runtime.database.engine)
 
     @asynccontextmanager
     async def lifespan(_app: FastAPI) -> AsyncIterator[None]:

@@ -8,7 +8,6 @@ replaced without an error; an unreachable database is a ReadFailed, not a driver
 
 from __future__ import annotations
 
-import asyncio
 import uuid
 from collections.abc import AsyncIterator, Iterator
 from datetime import UTC, datetime
@@ -19,7 +18,7 @@ import pytest
 from sqlalchemy.engine import make_url
 
 from engine import records
-from engine.db import Database, ReadFailed, Turns, fetch
+from engine.db import Database, ReadFailed, fetch
 from engine.metrics import DATABASE_ERRORS
 from engine.records import EntityKind, Shape
 from engine.settings import Settings
@@ -163,40 +162,3 @@ def test_each_statement_shape_is_built_once() -> None:
         EntityKind.LOCATION, False, Shape.FIRST
     )
     assert records._session_page(True, Shape.SEEK) is records._session_page(True, Shape.SEEK)
-
-
-async def test_turns_are_taken_in_arrival_order() -> None:
-    """A released turn goes to the statement that has waited longest, never to one that
-    arrives just as it is released (asyncio's queue, the pool's own wait, lets it jump in)."""
-    turns = Turns(size=1, timeout_s=5)
-    order: list[str] = []
-    release_first = asyncio.Event()
-
-    async def first() -> None:
-        async with turns.turn():
-            order.append("first")
-            await release_first.wait()
-
-    async def waiting(name: str) -> None:
-        async with turns.turn():
-            order.append(name)
-
-    holder = asyncio.create_task(first())
-    await asyncio.sleep(0)
-    early = asyncio.create_task(waiting("waited"))
-    await asyncio.sleep(0)
-    release_first.set()
-    await holder  # the turn is released here; the newcomer below arrives after that
-    late = asyncio.create_task(waiting("arrived after the release"))
-    await asyncio.gather(early, late)
-    assert order == ["first", "waited", "arrived after the release"]
-
-
-async def test_a_turn_not_given_within_the_pool_timeout_is_a_read_failure() -> None:
-    turns = Turns(size=1, timeout_s=0.05)
-    async with turns.turn():
-        started = asyncio.get_running_loop().time()
-        with pytest.raises(ReadFailed):
-            async with turns.turn():
-                pass
-        assert 0.04 <= asyncio.get_running_loop().time() - started < 1

@@ -1,7 +1,7 @@
 """Round trips per request, counted in-process: a regression guard for the cost model.
 
-SQL: every statement the app sends (handed to the driver by engine/db.py, or through
-SQLAlchemy's cursors), connections taken from the pool and pool pings. A REST request
+SQL: every statement the app sends (handed to the driver connection by the request path,
+or through SQLAlchemy's cursors), connections the request path borrows and pool pings. A REST request
 costs the key lookup plus its one query; a key verified less than KEY_CACHE_S ago costs
 nothing; nested GraphQL locations go through the context's DataLoaders, so their cost
 does not grow with the number of locations (no N+1).
@@ -21,7 +21,6 @@ Without REDIS_URL the limiter keeps its counters in process memory and opens not
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import re
 import socket
 from collections.abc import AsyncIterator, Awaitable, Iterator
@@ -30,7 +29,9 @@ from dataclasses import dataclass
 from typing import Any
 from unittest.mock import patch
 
+import aiosqlite
 import httpx
+import psycopg
 import pytest
 import redis
 from fastapi import FastAPI
@@ -38,7 +39,6 @@ from redis.asyncio.connection import AbstractConnection
 from sqlalchemy import event
 from sqlalchemy.ext.asyncio import AsyncSession
 
-from engine import db as db_module
 from engine.db import Database
 from engine.keys import create_api_key
 from engine.settings import Settings
@@ -205,8 +205,8 @@ async def app_client(settings: Settings) -> AsyncIterator[tuple[FastAPI, httpx.A
 class SqlCount:
     selects: list[str]
     others: list[str]  # neither a SELECT nor noise: must stay empty for a read-only API
-    checkouts: int  # connections the request path took from its pool
-    pings: int  # pool pre-ping round trips, which bypass the cursor events
+    checkouts: int  # connections the request path borrowed from its pool
+    pings: int  # SQLAlchemy pool pre-ping round trips, which bypass the cursor events
 
     def shapes(self) -> list[str]:
         """What each SELECT reads, e.g. `api_keys`, `locations`, `locations by parent_id IN`."""
@@ -234,45 +234,46 @@ class _SqlLog:
 @contextmanager
 def _logging_sql(app: FastAPI) -> Iterator[_SqlLog]:
     """Records what reaches the database: statements the request path hands its driver
-    (engine/db.py), statements SQLAlchemy's cursors send, pool checkouts and pings."""
+    connection (engine/read_pool.py on PostgreSQL, engine/db.py on SQLite), statements
+    SQLAlchemy's cursors send, connections the request path borrows, and pings.
+
+    The PostgreSQL pool has no ping of its own: anything it sent on a connection would be
+    a statement at the driver, counted here. On SQLite the request path borrows from the
+    engine's pool, whose pre-pings (off) would be counted."""
     log = _SqlLog(statements=[])
     database = app.state.runtime.database
-    engines = [engine.sync_engine for engine in database.engines]
-    backend = database.read_engine.dialect.name
-    driver_rows = db_module._DRIVER_ROWS[backend]
+    engine = database.engine.sync_engine
+    driver_connection = psycopg.AsyncConnection if database.backend == "postgresql" else aiosqlite.Connection
+    execute = driver_connection.execute
+    lender = database.read_connections
+    borrow = lender.borrow
+    ping = engine.dialect.do_ping
 
-    async def recorded_rows(connection: Any, sql: str, arguments: Any) -> list[Any]:
+    def recorded_execute(connection: Any, sql: str, *args: Any, **kwargs: Any) -> Any:
         log.statements.append(sql)
-        return await driver_rows(connection, sql, arguments)
+        return execute(connection, sql, *args, **kwargs)
 
     def record(_connection: Any, _cursor: Any, statement: str, *_args: Any) -> None:
         log.statements.append(statement)
 
-    def checked_out(*_args: Any) -> None:
+    async def counted_borrow() -> Any:
         log.checkouts += 1
+        return await borrow()
 
-    pings = {engine: engine.dialect.do_ping for engine in engines}
+    def counted_ping(dbapi_connection: Any) -> bool:
+        log.pings += 1
+        return bool(ping(dbapi_connection))
 
-    def counted_ping(engine: Any) -> Any:
-        def ping(dbapi_connection: Any) -> bool:
-            log.pings += 1
-            return bool(pings[engine](dbapi_connection))
-
-        return ping
-
-    with patch.dict(db_module._DRIVER_ROWS, {backend: recorded_rows}):
-        for engine in engines:
-            event.listen(engine, "before_cursor_execute", record)
-            engine.dialect.do_ping = counted_ping(engine)  # type: ignore[method-assign]
-        event.listen(database.read_engine.sync_engine.pool, "checkout", checked_out)
+    with (
+        patch.object(driver_connection, "execute", recorded_execute),
+        patch.object(lender, "borrow", counted_borrow),
+        patch.object(engine.dialect, "do_ping", counted_ping),
+    ):
+        event.listen(engine, "before_cursor_execute", record)
         try:
             yield log
         finally:
-            event.remove(database.read_engine.sync_engine.pool, "checkout", checked_out)
-            for engine in engines:
-                event.remove(engine, "before_cursor_execute", record)
-                with contextlib.suppress(AttributeError):
-                    del engine.dialect.do_ping  # the class's method again
+            event.remove(engine, "before_cursor_execute", record)
 
 
 async def sql_of(app: FastAPI, request: Awaitable[httpx.Response]) -> tuple[httpx.Response, SqlCount]:
