@@ -4,8 +4,13 @@
 parser and validation cache lookups keyed by the document text, an extension runner with
 its hooks, a middleware manager. A fixed document needs none of it after the first time,
 so it is parsed and validated when the process starts and each request goes straight to
-graphql-core's `execute`, with the schema's own executor class and the same metrics and
-error logging as an operation through `Schema.execute`.
+graphql-core's `execute`, with the schema's own executor class (or its variant below) and
+the same metrics and error logging as an operation through `Schema.execute`.
+
+A caller that hands the result's data to `orjson.dumps` and to nothing else says so
+(`data_to_orjson`): its documents run on `OrjsonDataExecutor`, which leaves UTC
+timestamps as `datetime`s for orjson to encode (to the same bytes) instead of
+serializing each one in Python.
 """
 
 from __future__ import annotations
@@ -18,6 +23,7 @@ from strawberry.execution.is_awaitable import optimized_is_awaitable
 
 from engine.metrics import GRAPHQL_OPERATION_DURATION
 from graphql_schema.context import CampaignContext
+from graphql_schema.execution import OrjsonDataExecutor
 from graphql_schema.schema import CampaignSchema
 
 
@@ -28,8 +34,9 @@ class InvalidDocument(ValueError):
 class PreparedQuery:
     """One fixed query document, ready to execute against one schema."""
 
-    def __init__(self, schema: CampaignSchema, document: str) -> None:
+    def __init__(self, schema: CampaignSchema, document: str, *, data_to_orjson: bool = False) -> None:
         self._schema = schema
+        self._executor_class = OrjsonDataExecutor if data_to_orjson else schema.execution_context_class
         self._document = parse(document)
         errors = validate(schema._schema, self._document)
         if errors:
@@ -47,7 +54,7 @@ class PreparedQuery:
             self._document,
             context_value=context,
             variable_values=variables,
-            executor_class=self._schema.execution_context_class,
+            executor_class=self._executor_class,
             is_awaitable=optimized_is_awaitable,
             operation_extensions=None,
         )

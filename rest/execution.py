@@ -19,7 +19,10 @@ async def run_document(
     db: Reader,
     scope: CampaignScope,
 ) -> dict[str, Any]:
-    """The document's data; its first error re-raised as the domain error it carries."""
+    """The document's data; its first error re-raised as the domain error it carries.
+
+    The data is for `orjson.dumps` alone: its UTC timestamps are still `datetime`s (the
+    documents are prepared with `data_to_orjson`, rest/runtime.py)."""
     result = await query.execute(variables=variables, context=CampaignContext(db=db, scope=scope))
     if result.errors:
         domain_error = domain_error_of(result.errors[0])

@@ -110,6 +110,10 @@ async def graphql_endpoint(request: Request) -> Response:
             principal = await runtime.guard.admit(request, db)
         except DomainError as error:
             return _from_outcome(outcome_for_request(request, error), error.code.value)
+        # Unlike the REST documents' (rest/runtime.py), this data keeps its timestamps as
+        # strings: Schema.execute runs the schema's executor class for every caller (tests,
+        # tools) and hands the result to the schema's extensions, so nothing proves that it
+        # goes to orjson alone; and a client's document rarely is a page of 100 timestamps.
         try:
             result = await runtime.schema.execute(
                 query,

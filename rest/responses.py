@@ -15,6 +15,9 @@ class JSONBody(Response):
     media_type = "application/json"
 
     def render(self, content: Any) -> bytes:
+        # No options: the REST documents' timestamps arrive as UTC datetimes, which orjson
+        # then writes exactly as the DateTime scalar's strings (graphql_schema/execution.py);
+        # OPT_UTC_Z or OPT_OMIT_MICROSECONDS would change the bodies.
         return orjson.dumps(content)
 
 

@@ -40,7 +40,8 @@ class Runtime:
             limits=limits,
             guard=Guard(settings=settings, limits=limits, verifier=verifier),
             schema=schema,
-            queries={document: PreparedQuery(schema, document) for document in documents.ALL},
+            # Their data is the response body, written by orjson (rest/routes.py, rest/responses.py).
+            queries={document: PreparedQuery(schema, document, data_to_orjson=True) for document in documents.ALL},
         )
 
 
