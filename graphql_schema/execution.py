@@ -11,7 +11,7 @@ items of a list whose every field is plain, field by field otherwise. Anything e
 async resolver, a nested object, `@defer`, a null in a non-null field, a value that fails
 to read or serialize) takes graphql-core's own path, so results and errors are unchanged.
 
-`OrjsonDataExecutor` does the same for results whose data goes to `orjson.dumps` and
+`FixedDocumentExecutor` does the same for results whose data goes to `orjson.dumps` and
 nowhere else (the REST documents, graphql_schema/prepared.py). There a UTC timestamp is
 left as the `datetime` it is: serializing it (`datetime.isoformat`, about 1.3 µs) was the
 largest single cost of a page of sessions, and orjson writes it in C, byte for byte as
@@ -35,9 +35,12 @@ from graphql import (
     GraphQLObjectType,
     GraphQLOutputType,
     GraphQLString,
+    Node,
+    OperationDefinitionNode,
     get_nullable_type,
     is_leaf_type,
 )
+from graphql.execution.collect_fields import CollectedFields, FieldDetailsList
 from strawberry.schema.schema import StrawberryGraphQLCoreExecutionContext
 from strawberry.schema.schema_converter import GraphQLCoreConverter
 from strawberry.schema.types.base_scalars import DateTimeDefinition
@@ -56,7 +59,7 @@ class _PlainField:
     # for Boolean: graphql-core's serializers return it unchanged), so no call is needed.
     passthrough: type | None = None
     # A value of exactly type `datetime` whose tzinfo is `datetime.UTC` is left for orjson
-    # to encode (only in OrjsonDataExecutor, only for Strawberry's DateTime serializer).
+    # to encode (only in FixedDocumentExecutor, only for Strawberry's DateTime serializer).
     utc_datetime_as_is: bool = False
 
 
@@ -185,13 +188,39 @@ class PlainFieldExecutor(StrawberryGraphQLCoreExecutionContext):
         collected = self.collect_subfields(object_type, field_details_list)
         if collected.new_defer_usages:
             return None
+        return self._object_plan(object_type, collected.grouped_field_set)
+
+    def _object_plan(
+        self, object_type: GraphQLObjectType, grouped_field_set: Any
+    ) -> list[tuple[str, _PlainField]] | None:
+        """How to complete the selected fields of an object, if every one of them is plain."""
         plan: list[tuple[str, _PlainField]] = []
-        for response_key, details in collected.grouped_field_set.items():
+        for response_key, details in grouped_field_set.items():
             field = self._plain_fields.get(object_type, details[0].node.name.value)
             if field is None:
                 return None
             plan.append((response_key, field))
         return plan
+
+    def execute_fields(
+        self,
+        parent_type: GraphQLObjectType,
+        source_value: Any,
+        path: Any,
+        grouped_field_set: Any,
+        position_context: Any,
+    ) -> Any:
+        # An object whose selected fields are all plain (a record of a REST document): all
+        # of them in one loop, as an item of a flat list, rather than field by field.
+        # Deferred delivery (a position context) keeps graphql-core's own path.
+        if source_value is not None and position_context is None:
+            plan = self._object_plan(parent_type, grouped_field_set)
+            if plan is not None:
+                try:
+                    return _complete(plan, [source_value], items_nullable=False)[0]
+                except _Fallback:
+                    pass
+        return super().execute_fields(parent_type, source_value, path, grouped_field_set, position_context)
 
     def execute_field(
         self,
@@ -237,12 +266,66 @@ class PlainFieldExecutor(StrawberryGraphQLCoreExecutionContext):
         return super().complete_list_value(return_type, field_details_list, info, path, result, position_context)
 
 
-class OrjsonDataExecutor(PlainFieldExecutor):
-    """A PlainFieldExecutor whose UTC `datetime` values stay `datetime`s in the result.
+class FixedDocumentExecutor(PlainFieldExecutor):
+    """The executor of fixed documents (graphql_schema/prepared.py, with `data_to_orjson`):
+    parsed once when the process starts, run for many requests, their data handed to
+    `orjson.dumps` (without options that change how it writes datetimes) and nothing else.
 
-    Only for an execution whose data its caller hands to `orjson.dumps` (without options
-    that change how it writes datetimes) and to nothing else: the JSON is then the same
-    as with the serialized strings, but the data is not what GraphQL's result would be.
+    - UTC `datetime` values stay `datetime`s in the result: the JSON is the same as with the
+      serialized strings, but the data is not what GraphQL's result would be.
+    - The fields of a selection are collected once, not per execution, for documents without
+      directives or fragments (then nothing that collection looks at depends on variables),
+      and so are their plain-field plans. Entries are keyed by the identity of the
+      document's nodes and keep them, so a key cannot be reused; a fixed set of documents
+      keeps the caches as small as their selections.
     """
 
     _plain_fields = _PlainFields(utc_datetimes_as_is=True)
+    # (object type, ids of the field nodes) -> (the nodes, the collected subfields)
+    _collected: ClassVar[dict[tuple[Any, ...], tuple[tuple[Any, ...], CollectedFields]]] = {}
+    # id(a cached grouped field set) -> (that set, its plan, or None: not all plain)
+    _plans: ClassVar[dict[int, tuple[Any, list[tuple[str, _PlainField]] | None]]] = {}
+    # id(operation) -> (the operation, whether its field collection is fixed)
+    _fixed_operations: ClassVar[dict[int, tuple[OperationDefinitionNode, bool]]] = {}
+
+    def _collection_is_fixed(self) -> bool:
+        known = self._fixed_operations.get(id(self.operation))
+        if known is None:
+            fixed = not self.fragments and not _has_directives(self.operation)
+            known = self._fixed_operations[id(self.operation)] = (self.operation, fixed)
+        return known[1]
+
+    def collect_subfields(
+        self, return_type: GraphQLObjectType, field_details_list: FieldDetailsList
+    ) -> CollectedFields:
+        if not self._collection_is_fixed():
+            return super().collect_subfields(return_type, field_details_list)
+        nodes = tuple(details.node for details in field_details_list)
+        key = (return_type, *map(id, nodes))
+        cached = self._collected.get(key)
+        if cached is None:
+            collected = super().collect_subfields(return_type, field_details_list)
+            grouped = collected.grouped_field_set
+            self._plans[id(grouped)] = (grouped, super()._object_plan(return_type, grouped))
+            cached = self._collected[key] = (nodes, collected)
+        return cached[1]
+
+    def _object_plan(
+        self, object_type: GraphQLObjectType, grouped_field_set: Any
+    ) -> list[tuple[str, _PlainField]] | None:
+        cached = self._plans.get(id(grouped_field_set))
+        if cached is not None and cached[0] is grouped_field_set:
+            return cached[1]
+        return super()._object_plan(object_type, grouped_field_set)
+
+
+def _has_directives(node: Node) -> bool:
+    """Whether `node` or any node below it carries a directive."""
+    if getattr(node, "directives", None):
+        return True
+    for key in node.keys:
+        value = getattr(node, key, None)
+        children = value if isinstance(value, tuple | list) else (value,)
+        if any(isinstance(child, Node) and _has_directives(child) for child in children):
+            return True
+    return False

@@ -8,7 +8,7 @@ graphql-core's `execute`, with the schema's own executor class (or its variant b
 the same metrics and error logging as an operation through `Schema.execute`.
 
 A caller that hands the result's data to `orjson.dumps` and to nothing else says so
-(`data_to_orjson`): its documents run on `OrjsonDataExecutor`, which leaves UTC
+(`data_to_orjson`): its documents run on `FixedDocumentExecutor`, which leaves UTC
 timestamps as `datetime`s for orjson to encode (to the same bytes) instead of
 serializing each one in Python.
 """
@@ -23,7 +23,7 @@ from strawberry.execution.is_awaitable import optimized_is_awaitable
 
 from engine.metrics import GRAPHQL_OPERATION_DURATION
 from graphql_schema.context import CampaignContext
-from graphql_schema.execution import OrjsonDataExecutor
+from graphql_schema.execution import FixedDocumentExecutor
 from graphql_schema.schema import CampaignSchema
 
 
@@ -36,7 +36,7 @@ class PreparedQuery:
 
     def __init__(self, schema: CampaignSchema, document: str, *, data_to_orjson: bool = False) -> None:
         self._schema = schema
-        self._executor_class = OrjsonDataExecutor if data_to_orjson else schema.execution_context_class
+        self._executor_class = FixedDocumentExecutor if data_to_orjson else schema.execution_context_class
         self._document = parse(document)
         errors = validate(schema._schema, self._document)
         if errors:

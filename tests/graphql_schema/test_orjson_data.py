@@ -1,4 +1,4 @@
-"""UTC timestamps left as `datetime`s for orjson (OrjsonDataExecutor, PreparedQuery's
+"""UTC timestamps left as `datetime`s for orjson (FixedDocumentExecutor, PreparedQuery's
 `data_to_orjson`): the JSON must be byte for byte what the serialized strings give, and
 only those executions may carry datetimes in their data."""
 
@@ -20,7 +20,7 @@ from sqlalchemy.ext.asyncio import AsyncSession
 
 from engine.records import CampaignScope
 from graphql_schema.context import CampaignContext
-from graphql_schema.execution import OrjsonDataExecutor, PlainFieldExecutor
+from graphql_schema.execution import FixedDocumentExecutor, PlainFieldExecutor
 from graphql_schema.prepared import PreparedQuery
 from graphql_schema.schema import build_schema
 from tests.factories import add_campaign, add_session
@@ -69,7 +69,7 @@ UTC_VALUE = datetime(2024, 5, 1, 19, 0, 0, 250000, tzinfo=UTC)
 class Case:
     at: datetime | None
     day: date | None
-    as_is: bool  # whether OrjsonDataExecutor leaves `at` as it is (else it is serialized)
+    as_is: bool  # whether FixedDocumentExecutor leaves `at` as it is (else it is serialized)
 
 
 CASES = {
@@ -98,9 +98,9 @@ def run_stamps(case: Case, executor_class: type[PlainFieldExecutor] | None) -> E
 
 
 @pytest.mark.parametrize("case", CASES.values(), ids=CASES.keys())
-class TestOrjsonDataExecutor:
+class TestFixedDocumentExecutor:
     def test_keeps_exactly_the_utc_datetimes(self, case: Case) -> None:
-        data = run_stamps(case, OrjsonDataExecutor).data
+        data = run_stamps(case, FixedDocumentExecutor).data
         assert data is not None
         expected_at = case.at if case.as_is or case.at is None else case.at.isoformat()
         # Dates share the DateTime scalar's serializer, and are serialized.
@@ -111,7 +111,7 @@ class TestOrjsonDataExecutor:
 
     def test_its_json_is_graphql_cores(self, case: Case) -> None:
         # graphql-core's own completion (no executor class given) serializes every value.
-        assert orjson.dumps(run_stamps(case, OrjsonDataExecutor).data) == orjson.dumps(run_stamps(case, None).data)
+        assert orjson.dumps(run_stamps(case, FixedDocumentExecutor).data) == orjson.dumps(run_stamps(case, None).data)
 
     def test_the_schemas_executor_serializes_every_datetime(self, case: Case) -> None:
         assert run_stamps(case, PlainFieldExecutor).data == run_stamps(case, None).data

@@ -1,5 +1,5 @@
 """REST bodies whose timestamps orjson encodes from `datetime`s (the REST documents run on
-OrjsonDataExecutor) are byte for byte the bodies of the same documents executed by
+FixedDocumentExecutor) are byte for byte the bodies of the same documents executed by
 Strawberry's stock schema, whose data holds the DateTime scalar's strings."""
 
 from __future__ import annotations
