@@ -60,7 +60,7 @@ class Stamps:
 
 
 STAMPS_SCHEMA = strawberry.Schema(query=Stamps)
-# A list (the executor's one-loop completion) and an object (field by field).
+# A list and an object (each completed in one loop by the executor).
 STAMPS_DOCUMENT = parse("{ stamps { at day } stamp { at day } }")
 UTC_VALUE = datetime(2024, 5, 1, 19, 0, 0, 250000, tzinfo=UTC)
 
