@@ -21,7 +21,9 @@ from collections.abc import Sequence
 from typing import Any
 
 import redis.asyncio
-from redis.exceptions import NoScriptError
+from redis.asyncio.connection import Connection
+from redis.exceptions import ConnectionError as RedisConnectionError
+from redis.exceptions import NoScriptError, ResponseError
 
 # (keys, args, the caller's future)
 _Call = tuple[Sequence[str | bytes], Sequence[Any], "asyncio.Future[Any]"]
@@ -32,6 +34,7 @@ class ScriptBatches:
 
     def __init__(self, client: redis.asyncio.Redis, script: str) -> None:
         self._client = client
+        self._pool = client.connection_pool
         self._script = script
         self._sha = hashlib.sha1(script.encode(), usedforsecurity=False).hexdigest()  # EVALSHA's name for it
         self._queued: list[_Call] = []
@@ -78,11 +81,41 @@ class ScriptBatches:
                 future.set_result(reply)
 
     async def _run(self, calls: list[_Call]) -> list[Any]:
-        """One pipeline of EVALSHAs; each reply, or the error Redis answered it with."""
-        pipeline = self._client.pipeline(transaction=False)
-        for keys, args, _future in calls:
-            pipeline.evalsha(self._sha, len(keys), *keys, *args)
-        return await pipeline.execute(raise_on_error=False)
+        """One pipeline of EVALSHAs; each reply, or the error Redis answered it with.
+
+        Written and read on a pooled connection directly: redis-py's Pipeline object adds
+        per-call bookkeeping (observability hooks, a retry wrapper, command callbacks)
+        that a batch of one known command does not need. A pooled connection found
+        dropped (Redis restarted since) fails before Redis runs anything; the batch is
+        then sent once more on a new connection, as redis-py's retry would.
+        """
+        commands = [("EVALSHA", self._sha, len(keys), *keys, *args) for keys, args, _future in calls]
+        for attempt in range(2):
+            connection = await self._pool.get_connection()
+            try:
+                return await self._exchange(connection, commands)
+            except (RedisConnectionError, OSError):
+                if attempt:
+                    raise
+            finally:
+                await self._pool.release(connection)
+        raise AssertionError("unreachable: the second attempt returns or raises")
+
+    @staticmethod
+    async def _exchange(connection: Connection, commands: list[tuple[Any, ...]]) -> list[Any]:
+        try:
+            await connection.send_packed_command(connection.pack_commands(commands), check_health=False)
+            replies: list[Any] = []
+            for _command in commands:
+                try:
+                    replies.append(await connection.read_response())
+                except ResponseError as error:  # this call's own error (NOSCRIPT, a script error)
+                    replies.append(error)
+            return replies
+        except BaseException:
+            # Replies may be left unread on it: never lend it again as it is.
+            await connection.disconnect(nowait=True)
+            raise
 
     async def close(self) -> None:
         """Waits for pipelines already sent (their callers get their replies or errors)."""

@@ -138,3 +138,17 @@ async def test_a_lost_server_fails_every_call_then_serves_again(server: RedisPro
             server.start()
         await batches.close()
         await client.aclose()
+
+
+async def test_a_connection_dropped_since_is_replaced_without_an_error(server: RedisProcess) -> None:
+    client = redis.asyncio.Redis.from_url(server.url, socket_timeout=1, socket_connect_timeout=1)
+    batches = ScriptBatches(client, ADD)
+    try:
+        assert await batches.call(["restart"], [1]) == 1  # leaves a connection in the pool
+        server.stop()
+        server.start()  # an empty server: the pooled connection is dead, the script unknown
+        assert await batches.call(["restart"], [2]) == 2
+        assert await batches.call(["restart"], [3]) == 5
+    finally:
+        await batches.close()
+        await client.aclose()
