@@ -7,6 +7,7 @@ so every read goes through `read()`, which serializes them on the request's sess
 from __future__ import annotations
 
 import asyncio
+import functools
 from collections.abc import Awaitable, Callable, Sequence
 from typing import Any, TypeVar
 
@@ -26,9 +27,16 @@ class CampaignContext:
         self.db = db
         self.scope = scope
         self._lock = asyncio.Lock()
-        # Batched per operation: one query per nesting level, whatever the page size.
-        self.location_by_id: DataLoader[str, Row[Any] | None] = DataLoader(load_fn=self._load_locations)
-        self.children_of: DataLoader[str, list[Row[Any]]] = DataLoader(load_fn=self._load_children)
+
+    # Batched per operation: one query per nesting level, whatever the page size. Made on
+    # first use: the REST documents, most operations, never nest locations.
+    @functools.cached_property
+    def location_by_id(self) -> DataLoader[str, Row[Any] | None]:
+        return DataLoader(load_fn=self._load_locations)
+
+    @functools.cached_property
+    def children_of(self) -> DataLoader[str, list[Row[Any]]]:
+        return DataLoader(load_fn=self._load_children)
 
     async def read(self, query: Callable[[Reader], Awaitable[T]]) -> T:
         async with self._lock:
