@@ -36,7 +36,7 @@ class ScriptBatches:
         self._client = client
         self._pool = client.connection_pool
         self._script = script
-        self._sha = hashlib.sha1(script.encode(), usedforsecurity=False).hexdigest()  # EVALSHA's name for it
+        self._sha = hashlib.sha1(script.encode(), usedforsecurity=False).hexdigest().encode()  # EVALSHA's name for it
         self._queued: list[_Call] = []
         self._sending: set[asyncio.Task[None]] = set()  # referenced until done
 
@@ -85,11 +85,13 @@ class ScriptBatches:
 
         Written and read on a pooled connection directly: redis-py's Pipeline object adds
         per-call bookkeeping (observability hooks, a retry wrapper, command callbacks)
-        that a batch of one known command does not need. A pooled connection found
-        dropped (Redis restarted since) fails before Redis runs anything; the batch is
-        then sent once more on a new connection, as redis-py's retry would.
+        that a batch of one known command does not need. When the connection fails (most
+        often a pooled one that Redis dropped since, e.g. on a restart: then Redis ran
+        nothing), the batch is sent once more on a new connection, as redis-py's own
+        retry did. Had Redis run the scripts before the connection broke, their counts
+        are then taken twice: a limit errs toward counting a request more, never less.
         """
-        commands = [("EVALSHA", self._sha, len(keys), *keys, *args) for keys, args, _future in calls]
+        commands = [(b"EVALSHA", self._sha, len(keys), *keys, *args) for keys, args, _future in calls]
         for attempt in range(2):
             connection = await self._pool.get_connection()
             try:
