@@ -197,6 +197,25 @@ async def test_a_cancelled_statement_closes_its_connection(make_pool: Callable[.
     assert len(pool.opened) == 2
 
 
+async def test_a_connection_runs_its_statements_on_one_cursor_even_after_an_error(
+    make_pool: Callable[..., Pool], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    made: list[psycopg.AsyncCursor[Any]] = []
+    cursor = psycopg.AsyncConnection.cursor
+
+    def counted(connection: psycopg.AsyncConnection[Any], *args: Any, **kwargs: Any) -> Any:
+        made.append(cursor(connection, *args, **kwargs))
+        return made[-1]
+
+    monkeypatch.setattr(psycopg.AsyncConnection, "cursor", counted)
+    pool = make_pool(size=1, options="-c statement_timeout=50")
+    pids = {await pool.pid() for _ in range(3)}
+    with pytest.raises(ReadFailed, match="QueryCanceled"):
+        await pool.reads.rows("SELECT pg_sleep(1)", ())
+    assert await pool.reads.rows("SELECT 1 + 1", ()) == [(2,)]
+    assert len(pids) == 1 and len(made) == 1
+
+
 async def test_after_a_statement_error_a_usable_connection_is_lent_again(make_pool: Callable[..., Pool]) -> None:
     pool = make_pool(size=1, options="-c statement_timeout=50")
     used = await pool.pid()

@@ -243,7 +243,8 @@ def _logging_sql(app: FastAPI) -> Iterator[_SqlLog]:
     log = _SqlLog(statements=[])
     database = app.state.runtime.database
     engine = database.engine.sync_engine
-    driver_connection = psycopg.AsyncConnection if database.backend == "postgresql" else aiosqlite.Connection
+    # What runs a statement at the driver: the pool's cursors, or aiosqlite's connection.
+    driver_connection = psycopg.AsyncCursor if database.backend == "postgresql" else aiosqlite.Connection
     execute = driver_connection.execute
     lender = database.read_connections
     borrow = lender.borrow
