@@ -117,20 +117,12 @@ class Step:
         """The step of `limit` for `identity` (an IP, a key id, an owner id). The limit's
         name is part of the counter's key: the IP and failed-auth limits both count per
         IP, and two limits configured with the same rate must still not share a counter."""
-        return _step(cls, limit, item, identity, counted)
+        return cls(limit, item, item.key_for(f"{limit}/{identity}"), counted)
 
     def rejects(self, value: int) -> bool:
         # A counted value includes this request, so `amount` of them fit in the window;
         # a read-only one does not, so it blocks once it holds `amount`.
         return value > self.item.amount if self.counted else value >= self.item.amount
-
-
-# A client makes many requests: its steps (and their counter keys, which `limits` builds
-# by joining strings) are made once per identity and reused. Bounded, as identities
-# include client IPs; an evicted one is simply built again.
-@functools.lru_cache(maxsize=16384)
-def _step(cls: type[Step], limit: str, item: RateLimitItem, identity: str, counted: bool) -> Step:
-    return cls(limit, item, item.key_for(f"{limit}/{identity}"), counted)
 
 
 class _Counters(ABC):
@@ -183,15 +175,16 @@ class _RedisCounters(_Counters):
 
     @staticmethod
     @functools.lru_cache(maxsize=16384)
-    def _wire(step: Step) -> tuple[bytes, tuple[bytes, bytes, bytes]]:
+    def _wire(key: str, window: int, amount: int, counted: bool) -> tuple[bytes, tuple[bytes, bytes, bytes]]:
         """A step's counter key and script arguments, encoded once (bytes go to the socket
-        as they are; redis-py would encode every str and int of every call again)."""
-        window, amount = str(step.item.get_expiry()).encode(), str(step.item.amount).encode()
-        return f"{STORAGE_PREFIX}:{step.key}".encode(), (window, amount, b"1" if step.counted else b"0")
+        as they are; redis-py would encode every str and int of every call again). Keyed
+        by plain values, whose hashes are cheap, rather than by the step."""
+        arguments = (str(window).encode(), str(amount).encode(), b"1" if counted else b"0")
+        return f"{STORAGE_PREFIX}:{key}".encode(), arguments
 
     async def run(self, steps: Sequence[Step]) -> list[Count]:
         now = time.time()
-        wires = [self._wire(step) for step in steps]
+        wires = [self._wire(step.key, step.item.get_expiry(), step.item.amount, step.counted) for step in steps]
         keys = [key for key, _arguments in wires]
         args = [value for _key, arguments in wires for value in arguments]
         try:
@@ -270,16 +263,25 @@ class RateLimits:
         self._counters: _Counters = (
             _RedisCounters(settings, settings.redis_url) if settings.redis_url else _MemoryCounters()
         )
+        self._items = {"ip": self.ip, "failed_auth": self.failed_auth, "key": self.key, "owner": self.owner}
+        # A client makes many requests: its steps (and their counter keys, which `limits`
+        # builds by joining strings) are made once per identity and reused, looked up by
+        # plain strings. Bounded, as identities include client IPs; an evicted one is
+        # simply built again.
+        self._step = functools.lru_cache(maxsize=16384)(self._new_step)
+
+    def _new_step(self, limit: str, identity: str, counted: bool) -> Step:
+        return Step.of(limit, self._items[limit], identity, counted=counted)
 
     def _failed_auth_step(self, ip: str) -> Step:
-        return Step.of("failed_auth", self.failed_auth, ip, counted=False)
+        return self._step("failed_auth", ip, False)
 
     def _client_steps(self, ip: str) -> list[Step]:
         # The failed-auth limit is checked before the key, so a good key does not help.
-        return [Step.of("ip", self.ip, ip), self._failed_auth_step(ip)]
+        return [self._step("ip", ip, True), self._failed_auth_step(ip)]
 
     def _key_steps(self, key_id: str, owner_id: str) -> list[Step]:
-        return [Step.of("key", self.key, key_id), Step.of("owner", self.owner, owner_id)]
+        return [self._step("key", key_id, True), self._step("owner", owner_id, True)]
 
     async def _run(self, steps: Sequence[Step]) -> list[Count]:
         """The steps' counts; RateLimitExceeded of the first step that rejects. The one
