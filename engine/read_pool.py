@@ -14,7 +14,6 @@ fail at once then (the documented 500 and 503 within seconds of an outage).
 from __future__ import annotations
 
 import asyncio
-import weakref
 from collections.abc import AsyncIterator, Awaitable, Callable
 from contextlib import asynccontextmanager
 from typing import Any
@@ -75,13 +74,10 @@ class ReadPool:
     def __init__(self, connect: Connect, size: int, timeout_s: float) -> None:
         self._connect = connect
         self._turns = Turns(size, timeout_s)
-        self._idle: list[psycopg.AsyncConnection[Any]] = []  # most recently returned last
-        # One cursor per connection, used for all its statements: a new cursor per statement
-        # also meant a new adaptation context, its dumpers and loaders looked up again
-        # (about 14 µs of CPU per statement). Keyed weakly: a closed connection is dropped.
-        self._cursors: weakref.WeakKeyDictionary[psycopg.AsyncConnection[Any], psycopg.AsyncCursor[Any]] = (
-            weakref.WeakKeyDictionary()
-        )
+        # Idle connections, each as the one cursor all its statements run on (a new cursor per
+        # statement also meant a new adaptation context, its dumpers and loaders looked up
+        # again: about 14 µs of CPU per statement). Most recently returned last.
+        self._idle: list[psycopg.AsyncCursor[Any]] = []
         # Bumped by dispose(): a connection lent before then is closed when it comes back.
         self._generation = 0
 
@@ -90,11 +86,9 @@ class ReadPool:
         async with self._turns.turn():
             for attempt in range(2):
                 generation = self._generation
-                connection = await self.borrow()
+                cursor = await self.borrow()
+                connection = cursor.connection
                 try:
-                    cursor = self._cursors.get(connection)
-                    if cursor is None:
-                        cursor = self._cursors[connection] = connection.cursor()
                     await cursor.execute(sql, arguments)
                     rows = await cursor.fetchall()
                 except psycopg.Error as exc:
@@ -103,7 +97,7 @@ class ReadPool:
                     if disconnected or connection.info.transaction_status != TransactionStatus.IDLE:
                         await connection.close()
                     else:
-                        await self._give_back(connection, generation)
+                        await self._give_back(cursor, generation)
                     if disconnected and attempt == 0:
                         continue
                     raise ReadFailed(type(exc).__name__) from exc
@@ -111,29 +105,31 @@ class ReadPool:
                     # Cancelled mid-statement: the connection may still be busy with it.
                     await asyncio.shield(connection.close())
                     raise
-                await self._give_back(connection, generation)
+                await self._give_back(cursor, generation)
                 return rows
         raise AssertionError("unreachable: the second attempt returns or raises")
 
-    async def borrow(self) -> psycopg.AsyncConnection[Any]:
-        """The most recently returned idle connection, else a new one (the caller holds a turn)."""
+    async def borrow(self) -> psycopg.AsyncCursor[Any]:
+        """The cursor of the most recently returned idle connection, else of a new one (the
+        caller holds a turn)."""
         if self._idle:
             return self._idle.pop()
         try:
-            return await self._connect()
+            connection = await self._connect()
         except psycopg.Error as exc:  # refused, timed out, authentication failed
             DATABASE_ERRORS.inc()
             raise ReadFailed(type(exc).__name__) from exc
+        return connection.cursor()
 
-    async def _give_back(self, connection: psycopg.AsyncConnection[Any], generation: int) -> None:
+    async def _give_back(self, cursor: psycopg.AsyncCursor[Any], generation: int) -> None:
         if generation == self._generation:
-            self._idle.append(connection)
+            self._idle.append(cursor)
         else:
-            await connection.close()
+            await cursor.connection.close()
 
     async def dispose(self) -> None:
         """Close the idle connections, and each lent one when it comes back."""
         self._generation += 1
         idle, self._idle = self._idle, []
-        for connection in idle:
-            await connection.close()
+        for cursor in idle:
+            await cursor.connection.close()

@@ -273,7 +273,7 @@ async def test_connections_are_opened_as_the_url_and_the_settings_say(database_u
             (),
         )
         assert (application, timeout, zone) == ("read_pool_test", "4321ms", "UTC")
-        connection = await pool.borrow()  # the idle one, outside a turn: closed below
+        connection = (await pool.borrow()).connection  # the idle one, outside a turn: closed below
         assert connection.autocommit
         await connection.close()
     finally:
