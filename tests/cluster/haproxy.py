@@ -1,0 +1,134 @@
+"""HAProxy (Debian's package) in front of hosts, as an operator would run it.
+
+The configuration is the one docs/deployment.md shows: HTTP mode, `option forwardfor`
+(the real client address appended to X-Forwarded-For), a `/readyz` health check per host,
+and retries of a request whose host failed before answering (a refused connection, or a
+connection closed without a response: the host was killed or is shutting down). Requests
+are GETs of a read-only API, so running one again is safe; the limiter may count it twice,
+never less. HAProxy connects to the hosts from its own source address, the one address
+the hosts' TRUSTED_PROXIES lists.
+"""
+
+from __future__ import annotations
+
+import csv
+import io
+import socket
+import time
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
+from dataclasses import dataclass
+from pathlib import Path
+
+from tests.cluster.loopback import Subnet
+from tests.cluster.processes import Daemon, accepts_connections
+from tests.contract.server import free_port
+from tests.services import require_binary
+
+BACKEND = "hosts"
+CONFIG = """\
+global
+    maxconn 2048
+    stats socket {admin_socket} mode 600 level admin
+
+defaults
+    mode http
+    timeout connect 2s
+    timeout client 60s
+    timeout server 60s
+    timeout http-keep-alive 10s
+    option forwardfor
+    retries 3
+    option redispatch 1
+    retry-on conn-failure empty-response junk-response
+
+frontend api
+    bind {front}:{port}
+    default_backend {backend}
+
+backend {backend}
+    balance roundrobin
+    option httpchk
+    http-check send meth GET uri /readyz
+    http-check expect status 200
+    default-server check inter 500ms fall 2 rise 2 source {source}
+{servers}
+"""
+
+
+@dataclass(frozen=True, slots=True)
+class Backend:
+    name: str
+    address: str
+    port: int
+
+
+@dataclass(slots=True)
+class HAProxy:
+    daemon: Daemon
+    front: str
+    port: int
+    admin_socket: Path
+
+    @property
+    def url(self) -> str:
+        return f"http://{self.front}:{self.port}"
+
+    def command(self, line: str) -> str:
+        """One command of the runtime API (the stats socket), its answer."""
+        with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as connection:
+            connection.settimeout(5)
+            connection.connect(str(self.admin_socket))
+            connection.sendall(line.encode() + b"\n")
+            chunks = []
+            while chunk := connection.recv(65536):
+                chunks.append(chunk)
+        return b"".join(chunks).decode()
+
+    def states(self) -> dict[str, str]:
+        """Each host's state as HAProxy's health checks see it: "UP", "DOWN", ..."""
+        table = self.command("show stat").removeprefix("# ")
+        return {
+            row["svname"]: row["status"].split()[0]
+            for row in csv.DictReader(io.StringIO(table))
+            if row["pxname"] == BACKEND and row["svname"] not in ("FRONTEND", "BACKEND")
+        }
+
+    def wait_for(self, expected: dict[str, str], *, timeout: float = 20.0) -> None:
+        deadline = time.monotonic() + timeout
+        while (states := self.states()) != expected:
+            if time.monotonic() > deadline:
+                raise AssertionError(f"HAProxy sees {states}, expected {expected}")
+            time.sleep(0.1)
+
+
+def render_config(*, front: str, port: int, source: str, backends: Sequence[Backend], admin_socket: Path) -> str:
+    servers = "\n".join(f"    server {b.name} {b.address}:{b.port}" for b in backends)
+    return CONFIG.format(
+        admin_socket=admin_socket, front=front, port=port, backend=BACKEND, source=source, servers=servers
+    )
+
+
+@contextmanager
+def running_haproxy(workdir: Path, *, subnet: Subnet, backends: Sequence[Backend]) -> Iterator[HAProxy]:
+    """HAProxy on the subnet's proxy front (a free port), connecting to `backends` from the
+    subnet's proxy source; stopped (SIGTERM to its PID) after the block."""
+    binary = require_binary("haproxy")
+    front, source = subnet.proxy_front, subnet.proxy_source
+    port = free_port(front)
+    admin_socket = workdir / f"haproxy-{port}.sock"
+    config = workdir / f"haproxy-{port}.cfg"
+    config.write_text(
+        render_config(front=front, port=port, source=source, backends=backends, admin_socket=admin_socket)
+    )
+    daemon = Daemon(
+        name="haproxy",
+        command=[binary, "-db", "-f", str(config)],
+        log_path=workdir / f"haproxy-{port}.log",
+        ready=accepts_connections(front, port),
+    )
+    daemon.start()
+    try:
+        yield HAProxy(daemon=daemon, front=front, port=port, admin_socket=admin_socket)
+    finally:
+        daemon.stop()
