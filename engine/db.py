@@ -12,7 +12,6 @@ from __future__ import annotations
 import asyncio
 from collections.abc import AsyncIterator, Mapping
 from contextlib import asynccontextmanager
-from functools import partial
 from typing import Any
 
 import psycopg
@@ -24,7 +23,7 @@ from sqlalchemy.pool import PoolProxiedConnection
 from sqlalchemy.util import greenlet_spawn
 
 from engine.metrics import DATABASE_ERRORS
-from engine.read_pool import ReadFailed, ReadPool
+from engine.read_pool import Opened, ReadFailed, ReadPool
 from engine.settings import Settings
 from engine.statements import ReadStatement
 
@@ -164,8 +163,13 @@ def _read_pool(settings: Settings, dialect: Dialect) -> ReadPool:
     autocommit: each SELECT stands alone, so no BEGIN before it and no ROLLBACK after it."""
     positional, keywords = dialect.create_connect_args(make_url(settings.database_url))
     keywords.update(_connect_args(settings), autocommit=True)
-    connect = partial(psycopg.AsyncConnection.connect, *positional, **keywords)
-    return ReadPool(connect, settings.db_pool_size, settings.db_pool_timeout_s)
+
+    async def connect() -> Opened:
+        return Opened(await psycopg.AsyncConnection.connect(*positional, **keywords))
+
+    return ReadPool(
+        connect, settings.db_pool_size, settings.db_pool_timeout_s, max_lifetime_s=settings.db_pool_max_lifetime_s
+    )
 
 
 class Database:
