@@ -23,6 +23,7 @@ from sqlalchemy.pool import PoolProxiedConnection
 from sqlalchemy.util import greenlet_spawn
 
 from engine.metrics import DATABASE_ERRORS
+from engine.pg_sessions import set_up_session
 from engine.read_pool import Opened, ReadFailed, ReadPool
 from engine.settings import Settings
 from engine.statements import ReadStatement
@@ -129,13 +130,13 @@ def _enable_sqlite_foreign_keys(dbapi_connection: Any, _record: Any) -> None:
 
 
 def _connect_args(settings: Settings) -> dict[str, Any]:
-    """What every PostgreSQL connection is opened with, on top of the URL's own arguments."""
-    return {
-        # UTC sessions: timestamps arrive as datetime.UTC-aware values, which the column
-        # type then passes through without converting each one.
-        "options": f"-c statement_timeout={settings.statement_timeout_ms} -c TimeZone=UTC",
-        "connect_timeout": max(1, int(settings.db_pool_timeout_s)),
-    }
+    """What every PostgreSQL connection is opened with, on top of the URL's own arguments.
+
+    Nothing in the startup packet beyond the URL's: a transaction pooler (PgBouncer) refuses
+    an `options` parameter. The request path's connections set their session up once open
+    (engine/pg_sessions.py); the CLI's sessions need neither the request path's timeout nor
+    UTC (the column type converts timestamps)."""
+    return {"connect_timeout": max(1, int(settings.db_pool_timeout_s))}
 
 
 def create_engine(settings: Settings) -> AsyncEngine:
@@ -150,7 +151,11 @@ def create_engine(settings: Settings) -> AsyncEngine:
         pool_size=settings.db_pool_size,
         max_overflow=0,
         pool_timeout=settings.db_pool_timeout_s,
-        connect_args=_connect_args(settings),
+        # Unnamed statements only: a statement psycopg prepared on one server connection of
+        # a transaction pooler could be missing, or another one, on the next. The CLI's
+        # statements are few and large (an import sends batches), so planning each costs
+        # nothing that shows.
+        connect_args={**_connect_args(settings), "prepare_threshold": None},
         # The CLI's sessions may find a connection dropped since its last use.
         pool_pre_ping=True,
     )
@@ -165,7 +170,12 @@ def _read_pool(settings: Settings, dialect: Dialect) -> ReadPool:
     keywords.update(_connect_args(settings), autocommit=True)
 
     async def connect() -> Opened:
-        return Opened(await psycopg.AsyncConnection.connect(*positional, **keywords))
+        connection = await psycopg.AsyncConnection.connect(*positional, **keywords)
+        try:
+            return await set_up_session(connection, statement_timeout_ms=settings.statement_timeout_ms)
+        except BaseException:
+            await connection.close()
+            raise
 
     return ReadPool(
         connect, settings.db_pool_size, settings.db_pool_timeout_s, max_lifetime_s=settings.db_pool_max_lifetime_s
