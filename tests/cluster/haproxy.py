@@ -85,13 +85,23 @@ class HAProxy:
                 chunks.append(chunk)
         return b"".join(chunks).decode()
 
-    def states(self) -> dict[str, str]:
-        """Each host's state as HAProxy's health checks see it: "UP", "DOWN", ..."""
+    def _servers(self) -> list[dict[str, str]]:
         table = self.command("show stat").removeprefix("# ")
-        return {
-            row["svname"]: row["status"].split()[0]
+        return [
+            row
             for row in csv.DictReader(io.StringIO(table))
             if row["pxname"] == BACKEND and row["svname"] not in ("FRONTEND", "BACKEND")
+        ]
+
+    def states(self) -> dict[str, str]:
+        """Each host's state as HAProxy's health checks see it: "UP", "DOWN", ..."""
+        return {row["svname"]: row["status"].split()[0] for row in self._servers()}
+
+    def responses_by_server(self) -> dict[str, int]:
+        """HTTP responses each host has sent (health checks not included)."""
+        return {
+            row["svname"]: sum(int(row[f"hrsp_{kind}"] or 0) for kind in ("1xx", "2xx", "3xx", "4xx", "5xx", "other"))
+            for row in self._servers()
         }
 
     def wait_for(self, expected: dict[str, str], *, timeout: float = 20.0) -> None:
