@@ -2,9 +2,10 @@
 
 The probes come from the route table: for each resource of `rest.routes.RESOURCES` its
 list (a full first page, a page of one, the page after it by cursor) and its record (a
-visible one, and one that must be a 404); then any other GET route of the API without path
-parameters (the change feed, once it lands), as it is. A templated route the table does
-not explain fails the build of the probes: it needs a probe of its own here.
+visible one, and one that must be a 404); then any other GET route of the API that the
+served OpenAPI document lists without path parameters (the change feed, once it lands),
+as it is. A templated route the table does not explain fails the build of the probes: it
+needs a probe of its own here.
 
 What each probe should answer is read once, one request at a time, from a reference
 server that talks to PostgreSQL directly, and checked against the contract campaign
@@ -23,14 +24,10 @@ from dataclasses import dataclass, field
 
 import httpx
 import orjson
-from starlette.routing import Route
 
-from engine.settings import Settings
-from rest.app import create_app
 from rest.routes import PREFIX, RESOURCES
 from tests.contract.campaign import HIDDEN_IDS, VISIBLE_ID, expected_list
 from tests.contract.client import ApiClient
-from tests.contract.server import ServiceEnv
 
 
 @dataclass(frozen=True, slots=True)
@@ -47,18 +44,16 @@ class Probe:
         return f"{self.path}?{query}" if query else self.path
 
 
-def _api_routes(env: ServiceEnv) -> list[str]:
-    """The API's GET path templates, as the application serves them."""
-    app = create_app(Settings(_env_file=None, database_url=env.database_url))  # type: ignore[call-arg]
-    return [
-        route.path
-        for route in app.routes
-        if isinstance(route, Route) and route.path.startswith(PREFIX) and "GET" in (route.methods or ())
-    ]
+def reference_probes(base_url: str, token: str) -> list[Probe]:
+    """Every probe with the answer the reference server at `base_url` gives it."""
+    with ApiClient(base_url) as client:
+        paths = client.get("/openapi.json").json()["paths"]
+    api_routes = [path for path, operations in paths.items() if path.startswith(PREFIX) and "get" in operations]
+    return with_answers(base_url, token, probe_requests(api_routes))
 
 
-def probe_requests(env: ServiceEnv) -> list[Probe]:
-    """Every probe, without its answer yet."""
+def probe_requests(api_routes: Sequence[str]) -> list[Probe]:
+    """Every probe, without its answer yet, for the API's GET routes (path templates)."""
     probes: list[Probe] = []
     explained = set()
     for resource in RESOURCES:
@@ -66,11 +61,12 @@ def probe_requests(env: ServiceEnv) -> list[Probe]:
         probes += [Probe(collection), Probe(collection, (("limit", "1"),))]
         probes += [Probe(f"{collection}/{VISIBLE_ID[resource.path]}"), Probe(_hidden_record(resource.path))]
         explained |= {collection, f"{collection}/{{id}}"}
-    for path in _api_routes(env):
+    for path in api_routes:
         if path in explained:
             continue
         assert "{" not in path, f"{path}: a route with path parameters needs its own probe in tests/cluster/load.py"
         probes.append(Probe(path))
+    assert explained <= set(api_routes), "the route table and the served routes differ"
     return probes
 
 

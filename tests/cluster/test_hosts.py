@@ -23,7 +23,7 @@ import httpx
 import pytest
 
 from tests.cluster.hosts import Hosts, hosts_behind_haproxy
-from tests.cluster.load import Load, Probe, failures, probe_requests, with_answers
+from tests.cluster.load import Load, Probe, failures, reference_probes
 from tests.contract.campaign import CAMPAIGN_A, RATE_OWNERS
 from tests.contract.client import ApiClient
 from tests.faults.common import Seeded, issue_keys
@@ -112,7 +112,7 @@ class Loaded:
 def loaded(cluster_db: Seeded, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Loaded]:
     with hosts_behind_haproxy(cluster_db.env, tmp_path_factory.mktemp("hosts-loaded")) as hosts:
         # The reference: one host, straight, one request at a time, before any load.
-        probes = with_answers(hosts.servers[0].base_url, cluster_db.token, probe_requests(cluster_db.env))
+        probes = reference_probes(hosts.servers[0].base_url, cluster_db.token)
         yield Loaded(hosts, cluster_db, probes)
 
 

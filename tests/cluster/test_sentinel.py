@@ -113,12 +113,12 @@ def test_a_killed_primary_is_503s_until_the_failover_then_200s_without_a_restart
             stopping.set()
         answers = [answer for running in polling for answer in running.result()]
     statuses = Counter(answer.response.status_code for answer in answers)
-    print(f"failover {promoted_at - killed_at:.1f}s after the kill; answers {dict(statuses)}")
+    slowest = max(answer.elapsed for answer in answers)
+    print(f"failover {promoted_at - killed_at:.1f}s after the kill; answers {dict(statuses)}, slowest {slowest:.2f}s")
     assert set(statuses) <= {200, 503}, statuses  # never a 500 (nor anything else)
     for answer in answers:
         if answer.response.status_code == 503:
             assert_unavailable(answer.response)
-    slowest = max(answer.elapsed for answer in answers)
     assert slowest < REDIS_TIMEOUT_S + SLACK_S, slowest
     unavailable = [answer.at for answer in answers if answer.response.content == UNAVAILABLE_BODY]
     assert unavailable and min(unavailable) >= killed_at - REDIS_TIMEOUT_S  # the outage was seen, and only then
