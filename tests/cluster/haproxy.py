@@ -1,12 +1,11 @@
 """HAProxy (Debian's package) in front of hosts, as an operator would run it.
 
-The configuration is the one docs/deployment.md shows: HTTP mode, `option forwardfor`
-(the real client address appended to X-Forwarded-For), a `/readyz` health check per host,
-and retries of a request whose host failed before answering (a refused connection, or a
-connection closed without a response: the host was killed or is shutting down). Requests
-are GETs of a read-only API, so running one again is safe; the limiter may count it twice,
-never less. HAProxy connects to the hosts from its own source address, the one address
-the hosts' TRUSTED_PROXIES lists.
+The configuration is deploy/haproxy.cfg, the file compose.yaml mounts: its `defaults`
+section and its `backend hosts` checks run here as they are (forwardfor, `/readyz` health
+checks, retries of a request a host failed before answering). Only what names places is
+the tests' own: the front address, the hosts' server lines, the source address HAProxy
+connects from (the one address the hosts' TRUSTED_PROXIES lists), a shorter check
+interval, and the admin socket the tests read the hosts' states from.
 """
 
 from __future__ import annotations
@@ -25,35 +24,25 @@ from tests.cluster.processes import Daemon, accepts_connections
 from tests.contract.server import free_port
 from tests.services import require_binary
 
+DEPLOYED_CONFIG = Path(__file__).resolve().parents[2] / "deploy" / "haproxy.cfg"
 BACKEND = "hosts"
-CONFIG = """\
-global
-    maxconn 2048
-    stats socket {admin_socket} mode 600 level admin
+# Lines of the deployed backend that name places: replaced by the tests' own.
+_PLACES = ("default-server", "server-template", "server ")
 
-defaults
-    mode http
-    timeout connect 2s
-    timeout client 60s
-    timeout server 60s
-    timeout http-keep-alive 10s
-    option forwardfor
-    retries 3
-    option redispatch 1
-    retry-on conn-failure empty-response junk-response
 
-frontend api
-    bind {front}:{port}
-    default_backend {backend}
-
-backend {backend}
-    balance roundrobin
-    option httpchk
-    http-check send meth GET uri /readyz
-    http-check expect status 200
-    default-server check inter 500ms fall 2 rise 2 source {source}
-{servers}
-"""
+def deployed_sections(path: Path = DEPLOYED_CONFIG) -> dict[str, list[str]]:
+    """The configuration's sections by their header line, each its lines (stripped, no comments)."""
+    sections: dict[str, list[str]] = {}
+    current: list[str] | None = None
+    for raw in path.read_text().splitlines():
+        line = raw.split("#", 1)[0].rstrip()
+        if not line:
+            continue
+        if not line[0].isspace():
+            current = sections.setdefault(line.strip(), [])
+        elif current is not None:
+            current.append(line.strip())
+    return sections
 
 
 @dataclass(frozen=True, slots=True)
@@ -113,10 +102,19 @@ class HAProxy:
 
 
 def render_config(*, front: str, port: int, source: str, backends: Sequence[Backend], admin_socket: Path) -> str:
-    servers = "\n".join(f"    server {b.name} {b.address}:{b.port}" for b in backends)
-    return CONFIG.format(
-        admin_socket=admin_socket, front=front, port=port, backend=BACKEND, source=source, servers=servers
-    )
+    deployed = deployed_sections()
+    checks = [line for line in deployed[f"backend {BACKEND}"] if not line.startswith(_PLACES)]
+    sections = {
+        "global": ["maxconn 2048", f"stats socket {admin_socket} mode 600 level admin"],
+        "defaults": deployed["defaults"],
+        "frontend api": [f"bind {front}:{port}", f"default_backend {BACKEND}"],
+        f"backend {BACKEND}": [
+            *checks,
+            f"default-server check inter 500ms fall 2 rise 2 source {source}",
+            *(f"server {b.name} {b.address}:{b.port}" for b in backends),
+        ],
+    }
+    return "\n".join(header + "\n" + "".join(f"    {line}\n" for line in lines) for header, lines in sections.items())
 
 
 @contextmanager

@@ -1,7 +1,8 @@
 """PgBouncer (Debian's package) as a large deployment puts it in front of PostgreSQL: stock
-settings in transaction mode, each client transaction on whichever server connection is
-free. Nothing the service would need is turned on for it: no ignored startup parameters,
-no prepared-statement support (1.18 has none).
+settings in the pool mode of deploy/pgbouncer.ini (transaction mode: each client
+transaction on whichever server connection is free). Nothing the service would need is
+turned on for it: no ignored startup parameters, no prepared-statement support (1.18 has
+none).
 
 PgBouncer refuses to run as root: started by root (as the tests are here), it switches to
 the `postgres` OS user (`-u`), which must then be able to read its files.
@@ -9,6 +10,7 @@ the `postgres` OS user (`-u`), which must then be able to read its files.
 
 from __future__ import annotations
 
+import configparser
 import os
 import shutil
 import tempfile
@@ -23,6 +25,7 @@ from tests.cluster.processes import Daemon, accepts_connections
 from tests.contract.server import free_port
 from tests.services import require_binary
 
+DEPLOYED_CONFIG = Path(__file__).resolve().parents[2] / "deploy" / "pgbouncer.ini"
 CONFIG = """\
 [databases]
 * = host={server_host} port={server_port}
@@ -33,10 +36,17 @@ listen_port = {port}
 unix_socket_dir =
 auth_type = trust
 auth_file = {auth_file}
-pool_mode = transaction
+pool_mode = {pool_mode}
 max_client_conn = 1000
 default_pool_size = {pool_size}
 """
+
+
+def deployed_settings(path: Path = DEPLOYED_CONFIG) -> configparser.SectionProxy:
+    """The [pgbouncer] section of the deployed configuration."""
+    parser = configparser.ConfigParser(comment_prefixes=(";", "#"), interpolation=None)
+    parser.read_string(path.read_text())
+    return parser["pgbouncer"]
 
 
 @dataclass(slots=True)
@@ -72,6 +82,7 @@ def running_pgbouncer(
                 port=port,
                 auth_file=auth_file,
                 pool_size=pool_size,
+                pool_mode=deployed_settings()["pool_mode"],
             )
         )
         directory.chmod(0o755)  # nothing secret in it: trust authentication, no passwords
