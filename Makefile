@@ -5,7 +5,7 @@ BIN := $(VENV)/bin
 # Re-install only when the declared dependencies change.
 STAMP := $(VENV)/.installed
 
-.PHONY: install ui-assets demo test lint bench soak clean
+.PHONY: install ui-assets demo test test-cluster lint bench soak clean
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -26,7 +26,12 @@ demo: install
 	$(BIN)/campaign-api demo
 
 test: install
-	$(BIN)/pytest -n 2 --dist loadgroup
+	$(BIN)/pytest -n 2 --dist loadgroup --ignore=tests/cluster
+
+# Several hosts behind HAProxy, Redis Sentinel failover, PgBouncer (tests/cluster): Debian's
+# haproxy, redis-sentinel and pgbouncer, started by the tests on loopback addresses.
+test-cluster: install
+	$(BIN)/pytest -n 0 -rA tests/cluster
 
 lint: install
 	$(BIN)/ruff check .

@@ -29,7 +29,7 @@ from engine.http_protocol import BoundedHttpToolsProtocol
 from engine.importer import ImportSummary, import_campaign_export
 from engine.keys import create_api_key, list_api_keys, revoke_api_key
 from engine.migrations import upgrade_database
-from engine.preflight import describe_database_error, redacted_database_url, run_checks
+from engine.preflight import configuration_problems, describe_database_error, redacted_database_url, run_checks
 from engine.settings import Settings
 from engine.tables import ApiKey, Campaign, User
 
@@ -180,6 +180,10 @@ def serve(args: argparse.Namespace, settings: Settings) -> int:
 
 
 def _run_server(settings: Settings, *, host: str, port: int, workers: int) -> int:
+    problems = configuration_problems(settings)
+    if problems:
+        # Said once, here: each worker would fail on it and be started again, endlessly.
+        raise CommandError("; ".join(problems), exit_code=EXIT_USAGE)
     if workers > 1 and settings.redis_url is None:
         raise CommandError(
             "--workers above 1 needs REDIS_URL: without it each worker counts rate limits in its own "

@@ -12,7 +12,6 @@ from __future__ import annotations
 import asyncio
 from collections.abc import AsyncIterator, Mapping
 from contextlib import asynccontextmanager
-from functools import partial
 from typing import Any
 
 import psycopg
@@ -24,7 +23,8 @@ from sqlalchemy.pool import PoolProxiedConnection
 from sqlalchemy.util import greenlet_spawn
 
 from engine.metrics import DATABASE_ERRORS
-from engine.read_pool import ReadFailed, ReadPool
+from engine.pg_sessions import set_up_session
+from engine.read_pool import Opened, ReadFailed, ReadPool
 from engine.settings import Settings
 from engine.statements import ReadStatement
 
@@ -130,13 +130,13 @@ def _enable_sqlite_foreign_keys(dbapi_connection: Any, _record: Any) -> None:
 
 
 def _connect_args(settings: Settings) -> dict[str, Any]:
-    """What every PostgreSQL connection is opened with, on top of the URL's own arguments."""
-    return {
-        # UTC sessions: timestamps arrive as datetime.UTC-aware values, which the column
-        # type then passes through without converting each one.
-        "options": f"-c statement_timeout={settings.statement_timeout_ms} -c TimeZone=UTC",
-        "connect_timeout": max(1, int(settings.db_pool_timeout_s)),
-    }
+    """What every PostgreSQL connection is opened with, on top of the URL's own arguments.
+
+    Nothing in the startup packet beyond the URL's: a transaction pooler (PgBouncer) refuses
+    an `options` parameter. The request path's connections set their session up once open
+    (engine/pg_sessions.py); the CLI's sessions need neither the request path's timeout nor
+    UTC (the column type converts timestamps)."""
+    return {"connect_timeout": max(1, int(settings.db_pool_timeout_s))}
 
 
 def create_engine(settings: Settings) -> AsyncEngine:
@@ -151,7 +151,11 @@ def create_engine(settings: Settings) -> AsyncEngine:
         pool_size=settings.db_pool_size,
         max_overflow=0,
         pool_timeout=settings.db_pool_timeout_s,
-        connect_args=_connect_args(settings),
+        # Unnamed statements only: a statement psycopg prepared on one server connection of
+        # a transaction pooler could be missing, or another one, on the next. The CLI's
+        # statements are few and large (an import sends batches), so planning each costs
+        # nothing that shows.
+        connect_args={**_connect_args(settings), "prepare_threshold": None},
         # The CLI's sessions may find a connection dropped since its last use.
         pool_pre_ping=True,
     )
@@ -164,8 +168,18 @@ def _read_pool(settings: Settings, dialect: Dialect) -> ReadPool:
     autocommit: each SELECT stands alone, so no BEGIN before it and no ROLLBACK after it."""
     positional, keywords = dialect.create_connect_args(make_url(settings.database_url))
     keywords.update(_connect_args(settings), autocommit=True)
-    connect = partial(psycopg.AsyncConnection.connect, *positional, **keywords)
-    return ReadPool(connect, settings.db_pool_size, settings.db_pool_timeout_s)
+
+    async def connect() -> Opened:
+        connection = await psycopg.AsyncConnection.connect(*positional, **keywords)
+        try:
+            return await set_up_session(connection, statement_timeout_ms=settings.statement_timeout_ms)
+        except BaseException:
+            await connection.close()
+            raise
+
+    return ReadPool(
+        connect, settings.db_pool_size, settings.db_pool_timeout_s, max_lifetime_s=settings.db_pool_max_lifetime_s
+    )
 
 
 class Database:

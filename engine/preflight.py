@@ -12,14 +12,17 @@ from urllib.parse import urlsplit
 
 from alembic.runtime.migration import MigrationContext
 from alembic.script import ScriptDirectory
-from redis.asyncio import Redis
 from redis.exceptions import RedisError
 from sqlalchemy.engine import make_url
-from sqlalchemy.exc import DBAPIError, SQLAlchemyError
+from sqlalchemy.exc import ArgumentError, DBAPIError, SQLAlchemyError
 
 from engine.db import Database
+from engine.limiter_redis import InvalidRedisUrl, check_redis_url, describe_redis_error, limiter_redis
 from engine.migrations import alembic_config
 from engine.settings import MIN_PEPPER_LENGTH, Settings
+
+# What settings.normalize_database_url makes of the URLs the service supports.
+SUPPORTED_DATABASE_DRIVERS = ("postgresql+psycopg", "sqlite+aiosqlite")
 
 
 @dataclass(frozen=True, slots=True)
@@ -30,6 +33,36 @@ class CheckResult:
 
 async def run_checks(settings: Settings) -> list[CheckResult]:
     return [await check_database(settings), await check_redis(settings), check_pepper(settings)]
+
+
+def configuration_problems(settings: Settings) -> list[str]:
+    """What makes DATABASE_URL or REDIS_URL unusable whatever the servers' state (a URL that
+    cannot be parsed, a database or scheme the service does not support): `serve` refuses
+    to start on these, rather than have every worker fail and be started again."""
+    return [problem for problem in (database_url_problem(settings), redis_url_problem(settings)) if problem]
+
+
+def database_url_problem(settings: Settings) -> str | None:
+    try:
+        url = make_url(settings.database_url)
+    except (ArgumentError, ValueError) as exc:  # not a URL; a port that is no number
+        return f"DATABASE_URL cannot be parsed ({_first_line(exc)})"
+    if url.drivername not in SUPPORTED_DATABASE_DRIVERS:
+        return (
+            f"DATABASE_URL {url.render_as_string(hide_password=True)}: unsupported database {url.drivername!r} "
+            "(use postgresql://... or sqlite:///...)"
+        )
+    return None
+
+
+def redis_url_problem(settings: Settings) -> str | None:
+    if settings.redis_url is None:
+        return None
+    try:
+        check_redis_url(settings.redis_url)
+    except InvalidRedisUrl as exc:
+        return f"REDIS_URL {_redacted_url(settings.redis_url)}: {exc}"
+    return None
 
 
 def describe_database_error(exc: SQLAlchemyError) -> str:
@@ -43,6 +76,9 @@ def redacted_database_url(settings: Settings) -> str:
 
 
 async def check_database(settings: Settings) -> CheckResult:
+    problem = database_url_problem(settings)
+    if problem is not None:
+        return CheckResult(False, problem)
     where = f"database {redacted_database_url(settings)}"
     missing_file = _missing_sqlite_file(settings.database_url)
     if missing_file is not None:
@@ -69,19 +105,19 @@ async def check_database(settings: Settings) -> CheckResult:
 async def check_redis(settings: Settings) -> CheckResult:
     if settings.redis_url is None:
         return CheckResult(True, "REDIS_URL not set: rate limits are counted in process memory (one worker only)")
+    problem = redis_url_problem(settings)
+    if problem is not None:
+        return CheckResult(False, problem)
     where = f"Redis {_redacted_url(settings.redis_url)}"
-    client = Redis.from_url(
-        settings.redis_url,
-        socket_connect_timeout=settings.redis_timeout_s,
-        socket_timeout=settings.redis_timeout_s,
-    )
+    redis = limiter_redis(settings.redis_url, pool_size=1, timeout_s=settings.redis_timeout_s)
     try:
-        await client.ping()
-    except (RedisError, OSError, ValueError) as exc:
-        return CheckResult(False, f"{where}: unreachable ({_first_line(exc)})")
+        await redis.client.ping()
+        location = await redis.where()
+    except (RedisError, OSError) as exc:
+        return CheckResult(False, f"{where}: unreachable ({describe_redis_error(exc)})")
     finally:
-        await client.aclose()
-    return CheckResult(True, f"{where}: reachable")
+        await redis.aclose()
+    return CheckResult(True, f"{where}: reachable ({location})")
 
 
 def check_pepper(settings: Settings) -> CheckResult:

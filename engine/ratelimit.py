@@ -26,6 +26,7 @@ every Redis round trip) and answers 500 rather than 503 when Redis is down.
 
 from __future__ import annotations
 
+import asyncio
 import functools
 import math
 import time
@@ -33,11 +34,12 @@ from abc import ABC, abstractmethod
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-import redis.asyncio
+import redis
 from limits import RateLimitItem, parse
 from limits.aio.storage import MemoryStorage, RedisStorage
 
 from engine.errors import RateLimited, ServiceUnavailable
+from engine.limiter_redis import limiter_redis
 from engine.metrics import RATE_LIMIT_REJECTIONS, RATE_LIMIT_STORAGE_ERRORS
 from engine.script_batches import ScriptBatches
 from engine.settings import Settings
@@ -153,25 +155,21 @@ class _RedisCounters(_Counters):
     """Redis: each `run` is one Lua script, so one round trip and atomic across workers."""
 
     def __init__(self, settings: Settings, redis_url: str) -> None:
-        # A blocking pool waits (bounded) for a free connection instead of raising once
-        # all are busy, which under load would turn into false 503s.
-        pool = redis.asyncio.BlockingConnectionPool.from_url(
-            redis_url,
-            max_connections=settings.redis_pool_size,
-            timeout=settings.redis_timeout_s,
-            socket_timeout=settings.redis_timeout_s,
-            socket_connect_timeout=settings.redis_timeout_s,
-        )
-        self._pool = pool
+        # One server or the primary Sentinel names, through a pool that waits for a free
+        # connection (engine/limiter_redis.py).
+        self._redis = limiter_redis(redis_url, pool_size=settings.redis_pool_size, timeout_s=settings.redis_timeout_s)
+        self._timeout_s = settings.redis_timeout_s
+        # The `limits` storage runs on the same pool (its URI is not used when a pool is given).
         self.storage = RedisStorage(
-            "async+" + redis_url,
+            "async+redis://",
             wrap_exceptions=True,
             implementation="redispy",
             key_prefix=STORAGE_PREFIX,
-            connection_pool=pool,
+            connection_pool=self._redis.pool,
         )
-        # Concurrent requests' scripts share round trips (engine/script_batches.py).
-        self._steps = ScriptBatches(self.storage.bridge.get_connection(), _STEPS)
+        # Concurrent requests' scripts share round trips (engine/script_batches.py), each
+        # round trip (a new primary's discovery and a retry included) within the timeout.
+        self._steps = ScriptBatches(self._redis.client, _STEPS, deadline_s=settings.redis_timeout_s)
 
     @staticmethod
     @functools.lru_cache(maxsize=16384)
@@ -198,7 +196,8 @@ class _RedisCounters(_Counters):
 
     async def add(self, step: Step) -> None:
         try:
-            await self.storage.incr(step.key, step.item.get_expiry())
+            async with asyncio.timeout(self._timeout_s):
+                await self.storage.incr(step.key, step.item.get_expiry())
         except Exception as exc:  # limits wraps every storage failure in StorageError
             raise _unavailable() from exc
 
@@ -210,7 +209,7 @@ class _RedisCounters(_Counters):
 
     async def close(self) -> None:
         await self._steps.close()
-        await self._pool.disconnect()
+        await self._redis.aclose()
 
 
 class _MemoryCounters(_Counters):

@@ -32,10 +32,13 @@ _Call = tuple[Sequence[str | bytes], Sequence[Any], "asyncio.Future[Any]"]
 class ScriptBatches:
     """Runs `script` for concurrent callers, one pipeline per event-loop turn."""
 
-    def __init__(self, client: redis.asyncio.Redis, script: str) -> None:
+    def __init__(self, client: redis.asyncio.Redis, script: str, *, deadline_s: float) -> None:
         self._client = client
         self._pool = client.connection_pool
         self._script = script
+        # How long a batch may take, all of it (waiting for a connection, connecting, which
+        # behind Sentinel means asking for the primary first, a retry): then its calls fail.
+        self._deadline_s = deadline_s
         self._sha = hashlib.sha1(script.encode(), usedforsecurity=False).hexdigest().encode()  # EVALSHA's name for it
         self._queued: list[_Call] = []
         self._sending: set[asyncio.Task[None]] = set()  # referenced until done
@@ -57,13 +60,9 @@ class ScriptBatches:
 
     async def _send(self, batch: list[_Call]) -> None:
         try:
-            replies = await self._run(batch)
-            if any(isinstance(reply, NoScriptError) for reply in replies):
-                await self._client.script_load(self._script)  # from here on, EVALSHA finds it
-                again = [call for call, reply in zip(batch, replies, strict=True) if isinstance(reply, NoScriptError)]
-                retried = iter(await self._run(again))
-                replies = [next(retried) if isinstance(reply, NoScriptError) else reply for reply in replies]
-        except Exception as exc:  # e.g. the connection failed: every call of the batch fails
+            async with asyncio.timeout(self._deadline_s):
+                replies = await self._replies(batch)
+        except Exception as exc:  # the connection failed, the deadline passed: every call of the batch fails
             for _keys, _args, future in batch:
                 if not future.done():
                     future.set_exception(exc)
@@ -79,6 +78,16 @@ class ScriptBatches:
                 future.set_exception(reply)
             else:
                 future.set_result(reply)
+
+    async def _replies(self, batch: list[_Call]) -> list[Any]:
+        """The batch's replies; calls Redis answered NOSCRIPT are sent again once the script is loaded."""
+        replies = await self._run(batch)
+        if any(isinstance(reply, NoScriptError) for reply in replies):
+            await self._client.script_load(self._script)  # from here on, EVALSHA finds it
+            again = [call for call, reply in zip(batch, replies, strict=True) if isinstance(reply, NoScriptError)]
+            retried = iter(await self._run(again))
+            replies = [next(retried) if isinstance(reply, NoScriptError) else reply for reply in replies]
+        return replies
 
     async def _run(self, calls: list[_Call]) -> list[Any]:
         """One pipeline of EVALSHAs; each reply, or the error Redis answered it with.

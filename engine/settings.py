@@ -49,6 +49,10 @@ class Settings(BaseSettings):
     statement_timeout_ms: int = Field(default=5000, gt=0)
     db_pool_size: int = Field(default=10, gt=0)
     db_pool_timeout_s: float = Field(default=5.0, gt=0)
+    # A read connection older than this (less up to a tenth, at random) is closed rather
+    # than reused: its server-side memory is given back, and a moved DATABASE_URL host
+    # (a failover behind a DNS name) is followed. 0 keeps connections until they fail.
+    db_pool_max_lifetime_s: float = Field(default=3600.0, ge=0)
     # Waiting on the limiter storage longer than this is treated as unavailable (503).
     redis_timeout_s: float = Field(default=1.0, gt=0)
     redis_pool_size: int = Field(default=64, gt=0)

@@ -12,7 +12,6 @@ and with the same outcomes. Otherwise verification sits between two round trips.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from ipaddress import ip_address
 
 from starlette.requests import Request
 
@@ -21,6 +20,7 @@ from engine.errors import InvalidApiKey
 from engine.keys import KeyVerifier, VerifiedKey, require_pepper
 from engine.ratelimit import RateLimitExceeded, RateLimits, RateWindow
 from engine.settings import Settings
+from rest.forwarded import forwarded_client, is_trusted, parse_address
 
 MAX_TOKEN_LENGTH = 256
 
@@ -32,25 +32,13 @@ class Principal:
 
 
 def client_ip(request: Request, settings: Settings) -> str:
-    """The socket peer, or the nearest untrusted hop of X-Forwarded-For behind a trusted proxy."""
+    """The socket peer, or behind a trusted proxy the client it names in X-Forwarded-For
+    (every field line, walked from the right past the trusted proxies: rest/forwarded.py)."""
     peer = request.client.host if request.client else "unknown"
-    if not settings.trusted_proxies:
+    proxies = settings.trusted_proxies
+    if not proxies or not is_trusted(parse_address(peer), proxies):
         return peer
-
-    def trusted(address: str) -> bool:
-        try:
-            parsed = ip_address(address)
-        except ValueError:
-            return False
-        return any(parsed in network for network in settings.trusted_proxies)
-
-    if not trusted(peer):
-        return peer
-    hops = [hop.strip() for hop in request.headers.get("x-forwarded-for", "").split(",") if hop.strip()]
-    for hop in reversed(hops):
-        if not trusted(hop):
-            return hop
-    return hops[0] if hops else peer
+    return forwarded_client(request.headers.getlist("x-forwarded-for"), proxies) or peer
 
 
 def bearer_token(authorization: str | None) -> str:

@@ -7,6 +7,7 @@ always means the PostgreSQL and Redis paths ran.
 from __future__ import annotations
 
 import os
+import shutil
 import socket
 
 import pytest
@@ -29,3 +30,16 @@ def require_service(name: str, host: str, port: int) -> None:
         if running_in_ci():
             pytest.fail(message + " (required under CI=true)")
         pytest.skip(message)
+
+
+def require_binary(name: str) -> str:
+    """The path of an installed program (a Debian package's: haproxy, pgbouncer, ...); skip
+    when it is absent, or fail under CI, where .ci/run installs it."""
+    # Daemons install into sbin, which a non-root PATH may lack.
+    path = shutil.which(name, path=f"{os.environ.get('PATH', '')}:/usr/sbin:/sbin")
+    if path is None:
+        message = f"{name} is not installed"
+        if running_in_ci():
+            pytest.fail(message + " (required under CI=true)")
+        pytest.skip(message)
+    return path

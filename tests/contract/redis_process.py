@@ -20,12 +20,11 @@ from dataclasses import dataclass
 from pathlib import Path
 from urllib.parse import urlsplit, urlunsplit
 
-import pytest
 import redis
 from redis.exceptions import ResponseError
 
 from tests.contract.server import free_port
-from tests.services import require_service, running_in_ci
+from tests.services import require_binary, require_service
 
 STARTUP_TIMEOUT_S = 10.0
 LEASE_KEY = "campaign-api:contract-tests:lease"
@@ -87,11 +86,7 @@ class RedisProcess:
 
 def require_redis_server() -> None:
     """Skip (or fail under CI=true) when the redis-server binary is not installed."""
-    if shutil.which("redis-server") is None:
-        message = "redis-server is not installed"
-        if running_in_ci():
-            pytest.fail(message + " (required under CI=true)")
-        pytest.skip(message)
+    require_binary("redis-server")
 
 
 @contextmanager

@@ -80,10 +80,10 @@ class ServiceEnv:
         return env
 
 
-def free_port() -> int:
-    """A TCP port nothing listens on right now (the kernel's pick)."""
+def free_port(host: str = "127.0.0.1") -> int:
+    """A TCP port nothing listens on right now at `host` (the kernel's pick)."""
     with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as probe:
-        probe.bind(("127.0.0.1", 0))
+        probe.bind((host, 0))
         return int(probe.getsockname()[1])
 
 
@@ -209,21 +209,23 @@ class ApiServer:
 
 @dataclass(frozen=True, slots=True)
 class ServerSpec:
-    """How to start one server: its environment, where it runs and logs, its workers."""
+    """How to start one server: its environment, where it runs and logs, its workers, the
+    loopback address it binds (a "host" of its own: any of 127.0.0.0/8)."""
 
     env: ServiceEnv
     workdir: Path
     workers: int = 1
     port: int | None = None
+    host: str = "127.0.0.1"
 
 
 def start_server(spec: ServerSpec) -> ApiServer:
-    """Spawn `campaign-api serve` on 127.0.0.1 (not yet answering); output to a log file."""
-    port = spec.port or free_port()
+    """Spawn `campaign-api serve` on its address (not yet answering); output to a log file."""
+    port = spec.port or free_port(spec.host)
     log_path = spec.workdir / f"server-{port}-{uuid.uuid4().hex[:6]}.log"
     with log_path.open("wb") as log:  # the child keeps its own descriptor
         process = subprocess.Popen(
-            [str(CLI), "serve", "--host", "127.0.0.1", "--port", str(port), "--workers", str(spec.workers)],
+            [str(CLI), "serve", "--host", spec.host, "--port", str(port), "--workers", str(spec.workers)],
             env=spec.env.variables(),
             cwd=spec.workdir,
             stdin=subprocess.DEVNULL,
@@ -231,7 +233,7 @@ def start_server(spec: ServerSpec) -> ApiServer:
             stderr=subprocess.STDOUT,
             start_new_session=True,
         )
-    return ApiServer(base_url=f"http://127.0.0.1:{port}", port=port, log_path=log_path, process=process)
+    return ApiServer(base_url=f"http://{spec.host}:{port}", port=port, log_path=log_path, process=process)
 
 
 def wait_until_healthy(server: ApiServer, *, deadline: float) -> None:

@@ -26,6 +26,7 @@ from engine.cli import main
 from engine.http_protocol import BoundedHttpToolsProtocol
 from engine.keys import hash_secret
 from engine.settings import Settings
+from tests.cluster.sentinel import sentinel_group
 from tests.conftest import TEST_PEPPER
 from tests.databases import BACKENDS, migrated_database
 from tests.factories import unique_id
@@ -33,6 +34,15 @@ from tests.services import POSTGRES_ADMIN_URL, REDIS_URL, require_service
 
 TOKEN = re.compile(r"cpk_([a-z2-7]{12})_([A-Za-z0-9_-]{43})")
 DEMO_EXPORT = resources.files("engine") / "demo" / "campaign.json"
+
+# (variable, value, what the one line says): URLs no server state would make usable.
+UNUSABLE_URLS = [
+    ("DATABASE_URL", "mysql://u:s3cret@localhost/campaign", "unsupported database 'mysql'"),
+    ("DATABASE_URL", "postgresql://u:s3cret@localhost:5x432/campaign", "cannot be parsed"),
+    ("REDIS_URL", "redis+cluster://:s3cret@127.0.0.1:7000", "Redis Cluster is not supported"),
+    ("REDIS_URL", "redis+sentinel://:s3cret@127.0.0.1:26379", "needs the service name"),
+    ("REDIS_URL", "http://127.0.0.1:6379", "unsupported scheme 'http'"),
+]
 
 
 @dataclass(frozen=True)
@@ -329,6 +339,31 @@ class TestCheck:
         result = cli("check")
         assert result.code == 1 and one_line(result.err).startswith("problem: Redis redis://127.0.0.1:1/0")
 
+    @pytest.mark.parametrize(("variable", "value", "said"), UNUSABLE_URLS)
+    def test_an_unusable_url_is_one_problem_line(
+        self, configured: pytest.MonkeyPatch, cli: Cli, variable: str, value: str, said: str
+    ) -> None:
+        configured.setenv(variable, value)
+        result = cli("check")
+        assert result.code == 1
+        problem = one_line(result.err)
+        assert problem.startswith(f"problem: {variable}") and said in problem, problem
+        assert "s3cret" not in problem
+        assert len(result.out.splitlines()) == 2  # the other two checks still ran
+
+    def test_redis_behind_sentinel(self, configured: pytest.MonkeyPatch, cli: Cli, tmp_path: Path) -> None:
+        with sentinel_group(tmp_path, replicas=0, sentinels=1, quorum=1) as group:
+            configured.setenv("REDIS_URL", group.url)
+            result = cli("check")
+            assert (result.code, result.err) == (0, "")
+            assert f"ok: Redis {group.url}: reachable (primary 127.0.0.1:{group.primary_port()})" in result.out
+        result = cli("check")  # the Sentinel is gone
+        assert result.code == 1
+        assert one_line(result.err) == (
+            f"problem: Redis {group.url}: unreachable (No master found for 'campaign' "
+            "(no Sentinel answered, or none knows a healthy primary))"
+        )
+
 
 class TestServe:
     def test_runs_uvicorn_with_the_app_factory(self, served: list[dict[str, Any]], cli: Cli) -> None:
@@ -359,6 +394,25 @@ class TestServe:
         unconfigured.setenv("REDIS_URL", REDIS_URL)
         assert cli("serve", "--workers", "3").code == 0
         assert served[0]["workers"] == 3
+
+    @pytest.mark.parametrize(("variable", "value", "said"), UNUSABLE_URLS)
+    def test_an_unusable_url_is_refused_before_any_worker_starts(
+        self, unconfigured: pytest.MonkeyPatch, served: list[dict[str, Any]], cli: Cli, variable: str, value: str,
+        said: str,
+    ) -> None:
+        unconfigured.setenv(variable, value)
+        refused = cli("serve", "--workers", "2")
+        assert (refused.code, refused.out, served) == (2, "", [])
+        line = one_line(refused.err)
+        assert line.startswith(f"campaign-api: error: {variable}") and said in line, line
+        assert "s3cret" not in line
+
+    def test_a_sentinel_url_is_served(
+        self, unconfigured: pytest.MonkeyPatch, served: list[dict[str, Any]], cli: Cli
+    ) -> None:
+        unconfigured.setenv("REDIS_URL", "redis+sentinel://127.0.0.1:26379,127.0.0.1:26380/campaign")
+        assert cli("serve", "--workers", "2").code == 0
+        assert served[0]["workers"] == 2
 
 
 class TestDemo:

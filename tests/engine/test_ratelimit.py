@@ -1,11 +1,12 @@
-"""The four limits and their stages, on process memory and on the real Redis."""
+"""The four limits and their stages, on process memory, on the real Redis, and on a real Redis
+found through Sentinel (`redis+sentinel://`)."""
 
 from __future__ import annotations
 
 import asyncio
 import time
 import uuid
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Iterator
 
 import pytest
 from sqlalchemy.engine import make_url
@@ -13,16 +14,26 @@ from sqlalchemy.engine import make_url
 from engine.errors import ServiceUnavailable
 from engine.ratelimit import RateLimitExceeded, RateLimits, RateWindow, Step
 from engine.settings import Settings
+from tests.cluster.sentinel import sentinel_group
 from tests.services import REDIS_URL, require_service
 
 
-@pytest.fixture(params=["memory", "redis"])
+@pytest.fixture(scope="module")
+def sentinel_url(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
+    """A private Redis behind one Sentinel of its own: REDIS_URL=redis+sentinel://…"""
+    with sentinel_group(tmp_path_factory.mktemp("sentinel"), replicas=0, sentinels=1, quorum=1) as group:
+        yield group.url
+
+
+@pytest.fixture(params=["memory", "redis", "sentinel"])
 async def limits(request: pytest.FixtureRequest) -> AsyncIterator[RateLimits]:
     redis_url = None
     if request.param == "redis":
         parsed = make_url(REDIS_URL.replace("redis://", "redis+x://"))
         require_service("Redis", parsed.host or "127.0.0.1", parsed.port or 6379)
         redis_url = REDIS_URL
+    elif request.param == "sentinel":
+        redis_url = request.getfixturevalue("sentinel_url")
     settings = Settings(  # type: ignore[call-arg]
         _env_file=None,
         redis_url=redis_url,

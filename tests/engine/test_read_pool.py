@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
+from dataclasses import dataclass
 from typing import Any
 
 import psycopg
@@ -19,7 +20,7 @@ from sqlalchemy.engine import make_url
 
 from engine.db import Database
 from engine.metrics import DATABASE_ERRORS
-from engine.read_pool import ReadFailed, ReadPool, Turns
+from engine.read_pool import Opened, ReadFailed, ReadPool, Turns
 from engine.settings import Settings
 from tests.conftest import TEST_PEPPER
 from tests.databases import postgres_database
@@ -44,26 +45,41 @@ async def _terminate(conninfo: str, pid: int) -> None:
         await admin.execute("SELECT pg_terminate_backend(%s, 5000)", (pid,))
 
 
+async def _nothing(_pid: int) -> None:
+    return None
+
+
+@dataclass(frozen=True, slots=True)
+class PoolOptions:
+    size: int = 2
+    timeout_s: float = 5.0
+    max_lifetime_s: float = 0
+    server_options: str = ""  # the startup packet's `options`: settings of the server session
+    statement_deadline_s: float | None = None  # the pool's own bound, as through a pooler
+    opened_hook: Callable[[int], Awaitable[None]] = _nothing
+
+
 class Pool:
     """A ReadPool whose connections the test sees: `opened` (and their server processes,
     `pids`), in the order opened."""
 
-    def __init__(
-        self, conninfo: str, *, size: int, timeout_s: float, options: str, opened_hook: Callable[[int], Awaitable[None]]
-    ) -> None:
+    def __init__(self, conninfo: str, *, options: PoolOptions) -> None:
         self._conninfo = conninfo
         self._options = options
-        self._opened_hook = opened_hook
         self.opened: list[psycopg.AsyncConnection[Any]] = []
         self.pids: list[int] = []
-        self.reads = ReadPool(self._connect, size, timeout_s)
+        self.reads = ReadPool(
+            self._connect, options.size, options.timeout_s, max_lifetime_s=options.max_lifetime_s
+        )
 
-    async def _connect(self) -> psycopg.AsyncConnection[Any]:
-        connection = await psycopg.AsyncConnection.connect(self._conninfo, autocommit=True, options=self._options)
+    async def _connect(self) -> Opened:
+        connection = await psycopg.AsyncConnection.connect(
+            self._conninfo, autocommit=True, options=self._options.server_options
+        )
         self.opened.append(connection)
         self.pids.append(connection.info.backend_pid)
-        await self._opened_hook(connection.info.backend_pid)
-        return connection
+        await self._options.opened_hook(connection.info.backend_pid)
+        return Opened(connection, statement_deadline_s=self._options.statement_deadline_s)
 
     async def pid(self) -> int:
         """The server process of the connection that ran a statement."""
@@ -71,21 +87,12 @@ class Pool:
         return int(pid)
 
 
-async def _nothing(_pid: int) -> None:
-    return None
-
-
 @pytest.fixture
 async def make_pool(conninfo: str) -> AsyncIterator[Callable[..., Pool]]:
     pools: list[Pool] = []
 
-    def make(
-        size: int = 2,
-        timeout_s: float = 5.0,
-        options: str = "",
-        opened_hook: Callable[[int], Awaitable[None]] = _nothing,
-    ) -> Pool:
-        pool = Pool(conninfo, size=size, timeout_s=timeout_s, options=options, opened_hook=opened_hook)
+    def make(**options: Any) -> Pool:
+        pool = Pool(conninfo, options=PoolOptions(**options))
         pools.append(pool)
         return pool
 
@@ -168,6 +175,74 @@ async def test_a_dropped_connection_is_replaced_within_the_statement(
     assert await pool.pid() == replacement  # and the new one is pooled
 
 
+async def test_a_dropped_connection_retires_every_idle_one_opened_before_it(
+    make_pool: Callable[..., Pool], conninfo: str
+) -> None:
+    """A restart ends every session: after the first dropped connection the statement runs
+    on a new one, and so does each next statement, instead of meeting the other dead idle
+    connections one by one (each would have cost a request its one retry)."""
+    pool = make_pool(size=4)
+    await asyncio.gather(*(pool.reads.rows("SELECT pg_sleep(0.05)", ()) for _ in range(4)))
+    assert len(pool.opened) == 4
+    for pid in pool.pids:
+        await _terminate(conninfo, pid)
+    errors = _errors()
+    after = [await pool.pid() for _ in range(4)]
+    assert _errors() == errors + 1  # the first statement's dropped connection, only
+    assert len(pool.opened) == 5 and set(after) == {pool.pids[4]}
+    assert [connection.closed for connection in pool.opened] == [True] * 4 + [False]
+
+
+async def test_a_connection_lent_when_its_generation_ended_is_closed_when_it_comes_back(
+    make_pool: Callable[..., Pool], conninfo: str
+) -> None:
+    pool = make_pool(size=2)
+    sleeps = "SELECT pg_backend_pid(), pg_sleep(%s)"
+    (((short_pid, _),), ((long_pid, _),)) = await asyncio.gather(
+        pool.reads.rows(sleeps, (0.05,)), pool.reads.rows(sleeps, (0.2,))
+    )
+    running = asyncio.create_task(pool.reads.rows(sleeps, (0.3,)))  # on the last returned: long_pid's
+    await asyncio.sleep(0.1)
+    await _terminate(conninfo, short_pid)
+    replacement = await pool.pid()  # the idle one was dropped: a new generation begins
+    ((lent_pid, _),) = await running
+    assert lent_pid == long_pid
+    assert pool.opened[pool.pids.index(long_pid)].closed  # back from an ended generation: not lent again
+    assert await pool.pid() == replacement and len(pool.opened) == 3
+
+
+async def test_a_connection_past_its_lifetime_is_closed_when_it_comes_back(make_pool: Callable[..., Pool]) -> None:
+    pool = make_pool(size=1, max_lifetime_s=1.0)
+    first = await pool.pid()
+    assert await pool.pid() == first  # young: reused
+    await asyncio.sleep(1.05)
+    assert await pool.pid() == first  # lent once more, then closed as it comes back
+    assert pool.opened[0].closed
+    second = await pool.pid()
+    assert second != first and len(pool.opened) == 2
+    assert await pool.pid() == second
+
+
+async def test_the_pools_own_statement_deadline_cancels_the_statement_on_the_server(
+    make_pool: Callable[..., Pool], conninfo: str
+) -> None:
+    """Through a transaction pooler the server's statement_timeout cannot be set for the
+    session: the pool bounds the statement and cancels it where it runs."""
+    pool = make_pool(size=1, statement_deadline_s=0.3)
+    used = await pool.pid()
+    errors = _errors()
+    started = asyncio.get_running_loop().time()
+    with pytest.raises(ReadFailed, match="QueryCanceled"):
+        await pool.reads.rows("SELECT pg_sleep(5)", ())
+    assert asyncio.get_running_loop().time() - started < 3
+    assert _errors() == errors + 1
+    async with await psycopg.AsyncConnection.connect(conninfo, autocommit=True) as admin:
+        cursor = await admin.execute("SELECT state FROM pg_stat_activity WHERE pid = %s", (used,))
+        assert await cursor.fetchall() == [("idle",)]  # not still sleeping
+    assert await pool.pid() == used  # and the connection serves the next statement
+    assert len(pool.opened) == 1
+
+
 async def test_a_statement_is_retried_once_only(make_pool: Callable[..., Pool], conninfo: str) -> None:
     """Every connection is dropped as soon as it is opened: the statement fails after two."""
 
@@ -208,7 +283,7 @@ async def test_a_connection_runs_its_statements_on_one_cursor_even_after_an_erro
         return made[-1]
 
     monkeypatch.setattr(psycopg.AsyncConnection, "cursor", counted)
-    pool = make_pool(size=1, options="-c statement_timeout=50")
+    pool = make_pool(size=1, server_options="-c statement_timeout=50")
     pids = {await pool.pid() for _ in range(3)}
     with pytest.raises(ReadFailed, match="QueryCanceled"):
         await pool.reads.rows("SELECT pg_sleep(1)", ())
@@ -217,7 +292,7 @@ async def test_a_connection_runs_its_statements_on_one_cursor_even_after_an_erro
 
 
 async def test_after_a_statement_error_a_usable_connection_is_lent_again(make_pool: Callable[..., Pool]) -> None:
-    pool = make_pool(size=1, options="-c statement_timeout=50")
+    pool = make_pool(size=1, server_options="-c statement_timeout=50")
     used = await pool.pid()
     errors = _errors()
     with pytest.raises(ReadFailed, match="QueryCanceled"):
@@ -273,7 +348,7 @@ async def test_connections_are_opened_as_the_url_and_the_settings_say(database_u
             (),
         )
         assert (application, timeout, zone) == ("read_pool_test", "4321ms", "UTC")
-        connection = (await pool.borrow()).connection  # the idle one, outside a turn: closed below
+        connection = (await pool.borrow()).cursor.connection  # the idle one, outside a turn: closed below
         assert connection.autocommit
         await connection.close()
     finally:

@@ -7,6 +7,9 @@ kill it.
 from __future__ import annotations
 
 import asyncio
+import os
+import signal
+import time
 from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
 
@@ -24,6 +27,7 @@ ADD = """
 if ARGV[1] == 'boom' then return redis.error_reply('boom') end
 return redis.call('INCRBY', KEYS[1], ARGV[1])
 """
+DEADLINE_S = 2.0
 
 
 @pytest.fixture(scope="module")
@@ -57,7 +61,7 @@ def reads_processed(inspector: redis.Redis) -> int:
 async def test_calls_made_together_share_one_write_and_keep_their_own_replies(
     client: redis.asyncio.Redis, inspector: redis.Redis
 ) -> None:
-    batches = ScriptBatches(client, ADD)
+    batches = ScriptBatches(client, ADD, deadline_s=DEADLINE_S)
     await batches.call(["warm"], [1])  # connects, and loads the script after NOSCRIPT
     inspector.config_resetstat()
     before = reads_processed(inspector)
@@ -76,7 +80,7 @@ async def test_calls_made_together_share_one_write_and_keep_their_own_replies(
 
 
 async def test_a_lone_call_is_a_pipeline_of_one(client: redis.asyncio.Redis, inspector: redis.Redis) -> None:
-    batches = ScriptBatches(client, ADD)
+    batches = ScriptBatches(client, ADD, deadline_s=DEADLINE_S)
     assert await batches.call(["alone"], [5]) == 5
     assert await batches.call(["alone"], [2]) == 7
     assert inspector.get("alone") == b"7"
@@ -85,7 +89,7 @@ async def test_a_lone_call_is_a_pipeline_of_one(client: redis.asyncio.Redis, ins
 async def test_an_unknown_script_is_loaded_once_and_every_call_runs_once(
     client: redis.asyncio.Redis, inspector: redis.Redis
 ) -> None:
-    batches = ScriptBatches(client, ADD)
+    batches = ScriptBatches(client, ADD, deadline_s=DEADLINE_S)
     assert await asyncio.gather(*(batches.call(["once"], [1]) for _ in range(10))) == list(range(1, 11))
     stats = inspector.info("commandstats")
     assert stats["cmdstat_script|load"]["calls"] == 1
@@ -97,7 +101,7 @@ async def test_an_unknown_script_is_loaded_once_and_every_call_runs_once(
 
 
 async def test_an_error_reply_fails_only_its_own_call(client: redis.asyncio.Redis) -> None:
-    batches = ScriptBatches(client, ADD)
+    batches = ScriptBatches(client, ADD, deadline_s=DEADLINE_S)
     results = await asyncio.gather(
         batches.call(["mixed"], [1]),
         batches.call(["mixed"], ["boom"]),
@@ -111,7 +115,7 @@ async def test_an_error_reply_fails_only_its_own_call(client: redis.asyncio.Redi
 async def test_a_cancelled_caller_leaves_the_others_their_replies(
     client: redis.asyncio.Redis, inspector: redis.Redis
 ) -> None:
-    batches = ScriptBatches(client, ADD)
+    batches = ScriptBatches(client, ADD, deadline_s=DEADLINE_S)
     await batches.call(["warm"], [1])
     calls = [asyncio.ensure_future(batches.call(["shared"], [1])) for _ in range(5)]
     await asyncio.sleep(0)  # all five queued and sent
@@ -125,7 +129,7 @@ async def test_a_cancelled_caller_leaves_the_others_their_replies(
 
 async def test_a_lost_server_fails_every_call_then_serves_again(server: RedisProcess, tmp_path: Path) -> None:
     client = redis.asyncio.Redis.from_url(server.url, socket_timeout=1, socket_connect_timeout=1, retry=None)
-    batches = ScriptBatches(client, ADD)
+    batches = ScriptBatches(client, ADD, deadline_s=DEADLINE_S)
     try:
         await batches.call(["before"], [1])
         server.stop()
@@ -142,13 +146,37 @@ async def test_a_lost_server_fails_every_call_then_serves_again(server: RedisPro
 
 async def test_a_connection_dropped_since_is_replaced_without_an_error(server: RedisProcess) -> None:
     client = redis.asyncio.Redis.from_url(server.url, socket_timeout=1, socket_connect_timeout=1)
-    batches = ScriptBatches(client, ADD)
+    batches = ScriptBatches(client, ADD, deadline_s=DEADLINE_S)
     try:
         assert await batches.call(["restart"], [1]) == 1  # leaves a connection in the pool
         server.stop()
         server.start()  # an empty server: the pooled connection is dead, the script unknown
         assert await batches.call(["restart"], [2]) == 2
         assert await batches.call(["restart"], [3]) == 5
+    finally:
+        await batches.close()
+        await client.aclose()
+
+
+async def test_a_batch_ends_at_its_deadline_whatever_the_socket_timeouts(server: RedisProcess) -> None:
+    """A stalled server (SIGSTOP) answers nothing: the calls fail at the batch's deadline,
+    not at the client's much longer socket timeout (nor that timeout twice, with the retry)."""
+    client = redis.asyncio.Redis.from_url(server.url, socket_timeout=30, socket_connect_timeout=30)
+    batches = ScriptBatches(client, ADD, deadline_s=0.5)
+    assert server.process is not None
+    try:
+        assert await batches.call(["stall"], [1]) == 1
+        os.kill(server.process.pid, signal.SIGSTOP)
+        try:
+            started = time.monotonic()
+            results = await asyncio.gather(*(batches.call(["stall"], [1]) for _ in range(3)), return_exceptions=True)
+            elapsed = time.monotonic() - started
+        finally:
+            os.kill(server.process.pid, signal.SIGCONT)
+        assert all(isinstance(result, TimeoutError) for result in results), results
+        assert elapsed < 5, elapsed
+        # The connection that waited was dropped (its replies may still come): a new one serves.
+        assert await batches.call(["stall"], [1]) in (2, 5)
     finally:
         await batches.close()
         await client.aclose()

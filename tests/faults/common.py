@@ -6,10 +6,12 @@ from __future__ import annotations
 import asyncio
 import time
 from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 
 import httpx
+import psycopg
 import pytest
 
 from engine.db import Database
@@ -159,3 +161,25 @@ def wait_until(
         if time.monotonic() > deadline:
             pytest.fail(f"timed out after {timeout:.0f}s waiting for {what}")
         time.sleep(interval)
+
+
+@contextmanager
+def sessions_locked(conninfo: str) -> Iterator[None]:
+    """Hold an ACCESS EXCLUSIVE lock on `sessions` until the block ends (then roll back):
+    every read of that table waits meanwhile."""
+    with psycopg.connect(conninfo, connect_timeout=5) as connection:
+        connection.execute("LOCK TABLE sessions IN ACCESS EXCLUSIVE MODE")
+        try:
+            yield
+        finally:
+            connection.rollback()
+
+
+def lock_waiters(conninfo: str) -> int:
+    """Statements of the database's sessions waiting for a lock now."""
+    with psycopg.connect(conninfo, autocommit=True, connect_timeout=5) as connection:
+        row = connection.execute(
+            "SELECT count(*) FROM pg_stat_activity WHERE datname = current_database() AND wait_event_type = 'Lock'"
+        ).fetchone()
+    assert row is not None
+    return int(row[0])

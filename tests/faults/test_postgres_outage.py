@@ -10,9 +10,12 @@ verified before the outage), a never-seen key gets the 503 (it cannot be verifie
 from __future__ import annotations
 
 from collections.abc import Iterator
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
 
+import httpx
+import psycopg
 import pytest
 
 from tests.contract.client import ApiClient
@@ -30,7 +33,7 @@ from tests.faults.common import (
     timed,
     wait_until,
 )
-from tests.faults.postgres_cluster import PostgresCluster, throwaway_cluster
+from tests.faults.postgres_cluster import DATABASE, PostgresCluster, throwaway_cluster
 
 pytestmark = pytest.mark.xdist_group("faults")
 
@@ -102,3 +105,46 @@ def test_database_stop_and_restart(outage: Outage) -> None:
         assert client.api("sessions", token=outage.seeded.spare_token).status_code == 200
         assert client.get("/readyz").status_code == 200
     assert outage.server.is_running()
+
+
+def _pooled_sessions(cluster: PostgresCluster) -> set[int]:
+    """Server processes of the service's connections (the tests' own are not in it)."""
+    with psycopg.connect(cluster.admin_url, autocommit=True, connect_timeout=5) as admin:
+        rows = admin.execute(
+            "SELECT pid FROM pg_stat_activity WHERE datname = %s AND pid <> pg_backend_pid()", (DATABASE,)
+        ).fetchall()
+    return {pid for (pid,) in rows}
+
+
+def _concurrently(base_url: str, token: str, *, clients: int, rounds: int) -> list[httpx.Response]:
+    """Every endpoint `rounds` times from each of `clients` clients at once."""
+
+    def one_client(_: int) -> list[httpx.Response]:
+        with ApiClient(base_url) as client:
+            return [client.api(path, token=token) for _ in range(rounds) for path, _body in ENDPOINTS]
+
+    with ThreadPoolExecutor(clients) as pool:
+        return [response for responses in pool.map(one_client, range(clients)) for response in responses]
+
+
+def test_a_restart_costs_clients_no_error(outage: Outage) -> None:
+    """Several idle pooled connections, all ended by a real restart: once PostgreSQL is back,
+    every request is answered as before. The first read to meet a dead connection retires
+    all of them and runs on a new one; no request meets a second dead one."""
+    token = outage.seeded.token
+    server = outage.server
+    # 16 clients at once: the pool opens several connections, which then stay idle.
+    assert {response.status_code for response in _concurrently(server.base_url, token, clients=16, rounds=2)} == {200}
+    before = _pooled_sessions(outage.cluster)
+    assert len(before) >= 4, before
+
+    outage.cluster.stop("fast")
+    outage.cluster.start()
+
+    with ApiClient(server.base_url) as client:
+        sequential = [client.api(path, token=token) for _ in range(3) for path, _body in ENDPOINTS]
+    concurrent = _concurrently(server.base_url, token, clients=16, rounds=2)
+    failed = [(r.status_code, r.content) for r in (*sequential, *concurrent) if r.status_code != 200]
+    assert failed == []
+    assert not _pooled_sessions(outage.cluster) & before
+    assert server.is_running()

@@ -22,7 +22,7 @@ from sqlalchemy.engine import make_url
 
 from tests.contract.client import ApiClient
 from tests.contract.server import ApiServer, running_server
-from tests.faults.common import Seeded, wait_until
+from tests.faults.common import Seeded, lock_waiters, wait_until
 
 pytestmark = pytest.mark.xdist_group("faults")
 
@@ -44,15 +44,6 @@ def stoppable(seeded_postgres: Seeded) -> Iterator[Stoppable]:
     conninfo = make_url(env.database_url).set(drivername="postgresql").render_as_string(hide_password=False)
     with running_server(env, workdir=seeded_postgres.workdir) as server:
         yield Stoppable(conninfo=conninfo, seeded=seeded_postgres, server=server)
-
-
-def _lock_waiters(conninfo: str) -> int:
-    with psycopg.connect(conninfo, autocommit=True, connect_timeout=5) as connection:
-        row = connection.execute(
-            "SELECT count(*) FROM pg_stat_activity WHERE datname = current_database() AND wait_event_type = 'Lock'"
-        ).fetchone()
-    assert row is not None
-    return int(row[0])
 
 
 def _refuses_connections(port: int) -> bool:
@@ -83,7 +74,7 @@ def test_in_flight_requests_finish_new_connections_are_refused_exit_0(stoppable:
         try:
             for thread in threads:
                 thread.start()
-            wait_until(lambda: _lock_waiters(stoppable.conninfo) == IN_FLIGHT, timeout=10,
+            wait_until(lambda: lock_waiters(stoppable.conninfo) == IN_FLIGHT, timeout=10,
                        what=f"{IN_FLIGHT} requests waiting on the lock")
 
             server.process.send_signal(signal.SIGTERM)

@@ -12,17 +12,24 @@ from __future__ import annotations
 
 import threading
 from collections.abc import Iterator
-from contextlib import contextmanager
 from dataclasses import dataclass
 
 import httpx
-import psycopg
 import pytest
 from sqlalchemy.engine import make_url
 
 from tests.contract.client import ApiClient
 from tests.contract.server import ApiServer, running_server
-from tests.faults.common import ENDPOINTS, Seeded, all_ok, assert_fetch_failed, timed, wait_until
+from tests.faults.common import (
+    ENDPOINTS,
+    Seeded,
+    all_ok,
+    assert_fetch_failed,
+    lock_waiters,
+    sessions_locked,
+    timed,
+    wait_until,
+)
 
 pytestmark = pytest.mark.xdist_group("faults")
 
@@ -39,13 +46,7 @@ class SlowDatabase:
     server: ApiServer
 
     def lock_waiters(self) -> int:
-        with psycopg.connect(self.conninfo, autocommit=True, connect_timeout=5) as connection:
-            row = connection.execute(
-                "SELECT count(*) FROM pg_stat_activity WHERE datname = current_database() "
-                "AND wait_event_type = 'Lock'"
-            ).fetchone()
-        assert row is not None
-        return int(row[0])
+        return lock_waiters(self.conninfo)
 
 
 @pytest.fixture(scope="module")
@@ -60,17 +61,6 @@ def slow(seeded_postgres: Seeded) -> Iterator[SlowDatabase]:
     conninfo = make_url(env.database_url).set(drivername="postgresql").render_as_string(hide_password=False)
     with running_server(env, workdir=seeded_postgres.workdir) as server:
         yield SlowDatabase(conninfo=conninfo, seeded=seeded_postgres, server=server)
-
-
-@contextmanager
-def sessions_locked(conninfo: str) -> Iterator[None]:
-    """Hold an ACCESS EXCLUSIVE lock on `sessions` until the block ends (then roll back)."""
-    with psycopg.connect(conninfo, connect_timeout=5) as connection:
-        connection.execute("LOCK TABLE sessions IN ACCESS EXCLUSIVE MODE")
-        try:
-            yield
-        finally:
-            connection.rollback()
 
 
 def test_statement_timeout_ends_a_query_stuck_behind_a_lock(slow: SlowDatabase) -> None:

@@ -54,3 +54,15 @@ async def test_failed_authentications_are_counted_per_real_client(world: World) 
         response = await client.get(f"{PREFIX}/sessions", headers={**world.auth, "X-Forwarded-For": "198.51.100.99"})
         assert response.status_code == 429
         assert "retry-after" in response.headers
+
+
+async def test_a_clients_own_header_line_before_the_proxys_changes_nothing(world: World) -> None:
+    """HAProxy appends its own X-Forwarded-For line after one the client sent: the lines
+    are one list (RFC 9110 §5.3), so the proxy's entry names the client, not the forgery."""
+    settings = settings_for(world, rate_limit_ip=f"{IP_LIMIT} per minute", trusted_proxies=[PROXY_NETWORK])
+    async with asgi_client(settings) as client:
+        statuses = []
+        for n in range(IP_LIMIT + 2):
+            headers = [*world.auth.items(), ("X-Forwarded-For", f"10.9.9.{n}"), ("X-Forwarded-For", "192.0.2.50")]
+            statuses.append((await client.get(f"{PREFIX}/sessions", headers=headers)).status_code)
+    assert statuses == [200] * IP_LIMIT + [429, 429]
