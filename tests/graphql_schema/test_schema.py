@@ -770,8 +770,8 @@ class TestDocumentLimits:
         with recorded_statements(db) as statements:
             result = await run(db, campaign_id, self.nested_children(MAX_DEPTH))
         assert result.data is None
-        assert [error["message"] for error in errors_of(result)] == [
-            f"'anonymous' exceeds maximum operation depth of {MAX_DEPTH}"
+        assert [(error["message"], error["extensions"]) for error in errors_of(result)] == [
+            (f"'anonymous' exceeds maximum operation depth of {MAX_DEPTH}", {"code": "QUERY_TOO_DEEP"})
         ]
         assert statements == []
 
@@ -786,7 +786,12 @@ class TestDocumentLimits:
         with recorded_statements(db) as statements:
             result = await run(db, campaign_id, query)
         assert result.data is None
-        assert errors_of(result) == [{"message": f"{MAX_ALIASES + 1} aliases found. Allowed: {MAX_ALIASES}"}]
+        assert errors_of(result) == [
+            {
+                "message": f"{MAX_ALIASES + 1} aliases found. Allowed: {MAX_ALIASES}",
+                "extensions": {"code": "TOO_MANY_ALIASES"},
+            }
+        ]
         assert statements == []
 
 
