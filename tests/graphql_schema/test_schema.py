@@ -19,6 +19,7 @@ from strawberry.types import ExecutionResult
 
 from engine.cursor import Cursor, encode_cursor
 from engine.db import Database
+from engine.pagination import MAX_LIMIT
 from engine.records import CampaignScope
 from engine.settings import Settings
 from engine.tables import Character, Faction, Item, Location, WikiEntityColumns
@@ -519,6 +520,57 @@ class TestLocationHierarchy:
         }
         nested = await run(db, campaign_id, '{ location(id: "root") { children { descriptionMarkdown } } }')
         assert nested.data == {"location": {"children": [{"descriptionMarkdown": PUBLIC_SUMMARY}]}}
+
+
+class TestChildren:
+    @pytest.fixture
+    async def parent_with_children(self, db: AsyncSession) -> tuple[str, list[str]]:
+        campaign_id = (await add_campaign(db)).id
+        await add_entity(db, campaign_id=campaign_id, entity_id="root", name="Root")
+        children = [f"c_{index:03}" for index in range(MAX_LIMIT + 2)]
+        for child in children:
+            await add_entity(db, campaign_id=campaign_id, entity_id=child, name=child, parent_id="root")
+        return campaign_id, children
+
+    async def test_default_is_the_first_hundred(
+        self, db: AsyncSession, parent_with_children: tuple[str, list[str]]
+    ) -> None:
+        campaign_id, children = parent_with_children
+        result = await run(db, campaign_id, '{ location(id: "root") { children { id } } }')
+        assert result.errors is None
+        assert result.data == {"location": {"children": [{"id": child} for child in children[:MAX_LIMIT]]}}
+
+    async def test_limit_and_aliases_with_different_limits(
+        self, db: AsyncSession, parent_with_children: tuple[str, list[str]]
+    ) -> None:
+        campaign_id, children = parent_with_children
+        with recorded_statements(db) as statements:
+            result = await run(
+                db,
+                campaign_id,
+                '{ locations(limit: 3) { data { id two: children(limit: 2) { id } one: children(limit: 1) { id } } } '
+                ' location(id: "root") { many: children(limit: 1000) { id } } }',
+            )
+        assert result.errors is None
+        assert result.data is not None
+        rows: list[dict[str, Any]] = result.data["locations"]["data"]
+        # "Root" sorts before "c_000" (binary order); the children come in list order.
+        first, second = ({"id": child} for child in children[:2])
+        assert rows[0] == {"id": "root", "two": [first, second], "one": [first]}
+        assert rows[1] == {"id": children[0], "two": [], "one": []}
+        assert len(result.data["location"]["many"]) == MAX_LIMIT
+        # The page, then one query per distinct limit (each batched over its parents).
+        assert len([statement for statement in statements if "child_rank" in statement]) == 3
+
+    async def test_limit_below_one_is_an_error(
+        self, db: AsyncSession, parent_with_children: tuple[str, list[str]]
+    ) -> None:
+        campaign_id, _ = parent_with_children
+        result = await run(db, campaign_id, '{ location(id: "root") { id children(limit: 0) { id } } }')
+        assert result.data == {"location": None}
+        assert [(error["message"], error["extensions"]) for error in errors_of(result)] == [
+            ("limit must be a positive integer", {"code": "INVALID_LIMIT"})
+        ]
 
 
 class TestDataLoaders:
