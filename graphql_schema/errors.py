@@ -33,6 +33,7 @@ class RequestErrorCode(StrEnum):
     BAD_USER_INPUT = "BAD_USER_INPUT"  # a variable's value does not fit its type
     QUERY_TOO_DEEP = "QUERY_TOO_DEEP"
     TOO_MANY_ALIASES = "TOO_MANY_ALIASES"
+    QUERY_TOO_COSTLY = "QUERY_TOO_COSTLY"
 
 
 def domain_error_of(error: GraphQLError) -> DomainError | None:

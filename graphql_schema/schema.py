@@ -28,6 +28,7 @@ from strawberry.extensions import DisableIntrospection, ParserCache, SchemaExten
 from strawberry.types import ExecutionContext, ExecutionResult
 from strawberry.types.execution import PreExecutionError
 
+from graphql_schema.cost import QueryCostRule
 from graphql_schema.errors import (
     PublicErrors,
     RequestErrorCode,
@@ -135,11 +136,12 @@ class _HideSuggestionsRule(ValidationRule):
         context._hide_suggestions = True
 
 
-_LIMIT_RULES = (DocumentLimitsRule,)
+_LIMIT_RULES = (DocumentLimitsRule, QueryCostRule)
 
 
 class DocumentLimits(SchemaExtension):
-    """Bounds the size (tokens), depth and alias count of every document."""
+    """Bounds the size (tokens), depth and alias count of every document, and the
+    estimated cost of each of its operations."""
 
     def on_operation(self) -> Iterator[None]:
         self.execution_context.parse_options["max_tokens"] = MAX_TOKENS

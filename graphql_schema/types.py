@@ -16,8 +16,13 @@ from engine.markdown import render_public
 from engine.pagination import MAX_LIMIT, clamp_limit
 from graphql_schema.context import CampaignContext
 
+# The Markdown fields: a list reads its raw Markdown column only when one is selected,
+# and the cost of an operation counts their rendering (graphql_schema/cost.py).
+SUMMARY_FIELDS = {"summaryMarkdown", "summaryText"}
+DESCRIPTION_FIELDS = {"descriptionMarkdown", "descriptionText"}
 CHILDREN_LIMIT_HELP = (
-    f"How many children to return, in list order: default and maximum {MAX_LIMIT}, below 1 is an error."
+    f"How many children to return, in list order: default and maximum {MAX_LIMIT}, below 1 is an error. "
+    "Each child counts towards the query's cost budget (see Query)."
 )
 
 

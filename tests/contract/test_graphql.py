@@ -117,8 +117,16 @@ class TestRequestErrors:
                 "BAD_USER_INPUT",
                 "Variable '$n' has invalid value: Int cannot represent non-integer value: 'ten'",
             ),
+            (
+                "{ " + " ".join(f"a{n}: sessions(limit: 100) {{ data {{ summaryMarkdown }} }}" for n in range(30))
+                + " }",
+                None,
+                "QUERY_TOO_COSTLY",
+                "'anonymous' has an estimated cost of 303,030, above the budget of 12,000: "
+                "ask for smaller pages, fewer Markdown fields or fewer aliases, or split the query",
+            ),
         ],
-        ids=["parse", "validation", "variables"],
+        ids=["parse", "validation", "variables", "cost"],
     )
     def test_refused_with_a_code_and_no_data(
         self, client: ApiClient, token_a: str, query: str, variables: dict[str, object] | None, code: str, message: str

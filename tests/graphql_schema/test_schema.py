@@ -348,7 +348,9 @@ class TestSummaryGmContent:
             f'{single}(id: "e_{plural}") {{ descriptionMarkdown descriptionText }}'
             for plural, single, _ in ENTITY_FIELDS_BY_TYPE
         )
-        lists = " ".join(f"{plural} {{ data {{ descriptionMarkdown }} }}" for plural, _, _ in ENTITY_FIELDS_BY_TYPE)
+        lists = " ".join(
+            f"{plural}(limit: 5) {{ data {{ descriptionMarkdown }} }}" for plural, _, _ in ENTITY_FIELDS_BY_TYPE
+        )
         result = await run(db, campaign_id, f"{{ {query} {lists} }}")
         assert result.errors is None
         assert result.data is not None
@@ -633,7 +635,9 @@ class TestDataLoaders:
             await add_entity(db, campaign_id=campaign_id, entity_id=f"c_{index}", parent_id=f"b_{index}", sort_order=3)
         with recorded_statements(db) as statements:
             result = await run(
-                db, campaign_id, "{ locations(limit: 5) { data { id children { id children { id } } } } }"
+                db,
+                campaign_id,
+                "{ locations(limit: 5) { data { id children(limit: 5) { id children(limit: 5) { id } } } } }",
             )
         assert result.data == {
             "locations": {
@@ -804,10 +808,11 @@ class TestInvalidArguments:
 class TestDocumentLimits:
     @staticmethod
     def nested_children(levels: int) -> str:
-        """location { children { children { ... { id } } } } with `levels` children fields."""
+        """location { children { children { ... { id } } } } with `levels` children fields
+        (one child each: nested lists multiply the cost)."""
         selection = "id"
         for _ in range(levels):
-            selection = f"children {{ {selection} }}"
+            selection = f"children(limit: 1) {{ {selection} }}"
         return f'{{ location(id: "root") {{ {selection} }} }}'
 
     async def test_depth_at_the_limit_runs(self, db: AsyncSession, campaign_id: str) -> None:
