@@ -15,6 +15,7 @@ from engine.settings import Settings, get_settings
 from rest.docs_page import build_docs_router
 from rest.errors import install_error_handlers
 from rest.graphql import build_graphql_router
+from rest.head import HeadAsGet
 from rest.health import build_health_router
 from rest.logging_config import configure_logging
 from rest.metrics import build_metrics_router
@@ -80,6 +81,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
             expose_headers=[*CORS_EXPOSED_HEADERS],
         )
     app.add_middleware(SecurityHeaders)
+    app.add_middleware(HeadAsGet)
     # Outermost: times the whole request and puts X-Request-ID on every response it sends.
     app.add_middleware(Observability)
     _document_security(app)

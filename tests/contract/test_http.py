@@ -53,7 +53,7 @@ class TestRouting:
     def test_other_methods_are_405_with_allow(self, client: ApiClient, method: str, path: str) -> None:
         response = client.request(method, path)
         assert_error(response, 405, "Method not allowed")
-        assert response.headers["allow"] == "GET"
+        assert response.headers["allow"] == "GET, HEAD"
         assert_no_rate_headers(response)
 
 
