@@ -12,6 +12,7 @@ from starlette.middleware.cors import CORSMiddleware
 
 from engine.metrics import watch_database_errors
 from engine.settings import Settings, get_settings
+from rest.compression import GzipResponses
 from rest.docs_page import build_docs_router
 from rest.errors import install_error_handlers
 from rest.graphql import build_graphql_router
@@ -70,6 +71,8 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     if runtime.settings.metrics_enabled:
         app.include_router(build_metrics_router())
     mount_vendor_assets(app)
+    # Innermost: compresses the finished body, below the headers the outer layers add.
+    app.add_middleware(GzipResponses)
     if runtime.settings.cors_origins:
         # Off unless an operator lists origins. Added before SecurityHeaders, which wraps
         # it, so that preflight answers carry nosniff and no-store too.

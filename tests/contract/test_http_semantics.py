@@ -1,19 +1,20 @@
-"""HEAD through the real server (contract §10.4).
+"""HEAD and compression through the real server (contract §10.4, §10.5).
 
-Checked on raw sockets, so what uvicorn (through the service's own protocol,
-engine/http_protocol.py) puts on the wire is what is asserted: no body after a HEAD, the
-GET's Content-Length.
+HEAD and gzip are checked on raw sockets, so what uvicorn (through the service's own
+protocol, engine/http_protocol.py) puts on the wire is what is asserted: no body after a
+HEAD, the GET's Content-Length, the compressed bytes themselves.
 """
 
 from __future__ import annotations
 
+import gzip
 import json
 import re
 from itertools import pairwise
 
 import pytest
 
-from tests.contract.campaign import ENDPOINT_PATHS
+from tests.contract.campaign import ENDPOINT_PATHS, expected_list
 from tests.contract.client import API_PREFIX, RATE_HEADER_NAMES, RateHeaders, assert_spent
 from tests.contract.conftest import KEY_LIMIT
 from tests.contract.raw_http import RawResponse, exchange
@@ -94,3 +95,64 @@ class TestHead:
         response = exchange(api.base_url, "PUT", path)
         assert (response.status, response.header("allow")) == (405, allowed)
         assert json.loads(response.body) == {"error": "Method not allowed"}
+
+
+class TestCompression:
+    def test_a_list_is_gzipped_when_asked(self, api: ApiServer, token_a: str) -> None:
+        path = f"{API_PREFIX}/items?limit=100"
+        plain = exchange(api.base_url, "GET", path, _auth(token_a))
+        packed = exchange(api.base_url, "GET", path, _auth(token_a, **{"Accept-Encoding": "gzip, deflate, br"}))
+        assert packed.header("content-encoding") == "gzip"
+        assert packed.header("vary") == plain.header("vary") == "Accept-Encoding"
+        assert packed.header("content-length") == str(len(packed.body))
+        assert gzip.decompress(packed.body) == plain.body
+        assert len(packed.body) < len(plain.body) / 3
+        assert plain.header("content-encoding") is None
+        # Without Accept-Encoding the body is the identity JSON the API always sent.
+        assert json.loads(plain.body)["data"] == expected_list("items")[:100]
+
+    def test_head_gives_the_compressed_length(self, api: ApiServer, token_a: str) -> None:
+        path = f"{API_PREFIX}/sessions"
+        headers = _auth(token_a, **{"Accept-Encoding": "gzip"})
+        get, head = (exchange(api.base_url, method, path, headers) for method in ("GET", "HEAD"))
+        assert get.header("content-encoding") == head.header("content-encoding") == "gzip"
+        assert head.header("content-length") == str(len(get.body))
+        assert head.body == b""
+
+    def test_small_bodies_stay_identity(self, api: ApiServer) -> None:
+        response = exchange(api.base_url, "GET", "/healthz", {"Accept-Encoding": "gzip"})
+        assert response.body == b'{"status":"ok"}'
+        assert response.header("content-encoding") is None and response.header("vary") is None
+
+    @pytest.mark.parametrize(
+        ("accept_encoding", "gzipped"),
+        [
+            ("GZip", True),
+            ("x-gzip", True),
+            ("*", True),
+            ("br;q=1.0, gzip;q=0.5", True),
+            ("gzip;q=0", False),
+            ("gzip; Q=0.000", False),
+            ("deflate, br", False),
+            ("", False),
+            ("*;q=0, identity", False),
+            ("gzip;q=0.4, identity;q=0.8", False),
+            ("gzip;q=2", False),  # not a q-value: the member is ignored
+        ],
+    )
+    def test_accept_encoding_is_read_as_rfc_9110_says(
+        self, api: ApiServer, token_a: str, accept_encoding: str, gzipped: bool
+    ) -> None:
+        response = exchange(
+            api.base_url, "GET", f"{API_PREFIX}/locations", _auth(token_a, **{"Accept-Encoding": accept_encoding})
+        )
+        assert response.status == 200
+        assert (response.header("content-encoding") == "gzip") is gzipped
+        assert response.header("vary") == "Accept-Encoding"
+        body = gzip.decompress(response.body) if gzipped else response.body
+        assert json.loads(body)["data"] == expected_list("locations")[:50]
+
+    def test_refusing_identity_compresses_even_a_small_body(self, api: ApiServer) -> None:
+        response = exchange(api.base_url, "GET", "/healthz", {"Accept-Encoding": "identity;q=0, gzip"})
+        assert response.header("content-encoding") == "gzip"
+        assert gzip.decompress(response.body) == b'{"status":"ok"}'
