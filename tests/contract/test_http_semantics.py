@@ -1,4 +1,4 @@
-"""HEAD and compression through the real server (contract §10.4, §10.5).
+"""HEAD, compression and paging links through the real server (contract §10.4, §10.5).
 
 HEAD and gzip are checked on raw sockets, so what uvicorn (through the service's own
 protocol, engine/http_protocol.py) puts on the wire is what is asserted: no body after a
@@ -11,11 +11,12 @@ import gzip
 import json
 import re
 from itertools import pairwise
+from urllib.parse import parse_qs, urlsplit
 
 import pytest
 
-from tests.contract.campaign import ENDPOINT_PATHS, expected_list
-from tests.contract.client import API_PREFIX, RATE_HEADER_NAMES, RateHeaders, assert_spent
+from tests.contract.campaign import ENDPOINT_PATHS, RESOURCE_PATHS, expected_list
+from tests.contract.client import API_PREFIX, RATE_HEADER_NAMES, ApiClient, RateHeaders, assert_spent, json_of
 from tests.contract.conftest import KEY_LIMIT
 from tests.contract.raw_http import RawResponse, exchange
 from tests.contract.server import ApiServer
@@ -156,3 +157,40 @@ class TestCompression:
         response = exchange(api.base_url, "GET", "/healthz", {"Accept-Encoding": "identity;q=0, gzip"})
         assert response.header("content-encoding") == "gzip"
         assert gzip.decompress(response.body) == b'{"status":"ok"}'
+
+
+class TestNextLink:
+    @pytest.mark.parametrize(("limit", "served"), [(None, 50), ("7", 7), ("500", 100)])
+    def test_following_the_links_walks_every_page(
+        self, client: ApiClient, token_a: str, limit: str | None, served: int
+    ) -> None:
+        records = []
+        params = {} if limit is None else {"limit": limit}
+        response = client.api("items", token=token_a, params=params)
+        while True:
+            assert response.status_code == 200
+            body = json_of(response)
+            records.extend(body["data"])
+            link = response.headers.get("link")
+            if not body["pagination"]["has_more"]:
+                assert link is None
+                break
+            match = LINK.fullmatch(link or "")
+            assert match is not None, link
+            target = urlsplit(match.group("target"))
+            assert target.path == f"{API_PREFIX}/items" and not target.netloc
+            assert parse_qs(target.query) == {"cursor": [body["pagination"]["next_cursor"]], "limit": [str(served)]}
+            response = client.get(match.group("target"), headers={"Authorization": f"Bearer {token_a}"})
+        assert records == expected_list("items")
+
+    @pytest.mark.parametrize("path", RESOURCE_PATHS)
+    def test_a_link_exactly_when_there_is_a_next_page(self, client: ApiClient, token_a: str, path: str) -> None:
+        response = client.api(path, token=token_a, params={"limit": "100"})
+        body = json_of(response)
+        assert body["pagination"]["has_more"] is (len(expected_list(path)) > 100)
+        assert ("link" in response.headers) is body["pagination"]["has_more"]
+
+    @pytest.mark.parametrize("path", [path for path in ENDPOINT_PATHS if "/" in path])
+    def test_records_have_no_link(self, client: ApiClient, token_a: str, path: str) -> None:
+        response = client.api(path, token=token_a)
+        assert response.status_code == 200 and "link" not in response.headers
