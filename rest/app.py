@@ -25,7 +25,7 @@ from rest.openapi_docs import bearer_security_openapi, without_framework_validat
 from rest.routes import add_routes
 from rest.runtime import Runtime
 from rest.security_headers import SecurityHeaders
-from rest.ui_assets import mount_vendor_assets
+from rest.ui_assets import build_assets_router
 
 DESCRIPTION = """Read-only access to the public part of one campaign's wiki.
 
@@ -70,7 +70,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     app.include_router(build_docs_router(openapi_url=app.openapi_url or "/openapi.json"))
     if runtime.settings.metrics_enabled:
         app.include_router(build_metrics_router())
-    mount_vendor_assets(app)
+    app.include_router(build_assets_router())
     # Innermost: compresses the finished body, below the headers the outer layers add.
     app.add_middleware(GzipResponses)
     if runtime.settings.cors_origins:

@@ -96,9 +96,15 @@ def accepted_encodings(value: str | None) -> AcceptedEncodings:
     return AcceptedEncodings(gzip=gzip_weight, identity=identity)
 
 
-def _accept_encoding(scope: Scope) -> str | None:
+def accept_encoding_of(scope: Scope) -> str | None:
+    """The request's Accept-Encoding, its lines joined; None when it sent none."""
     values = [value.decode("latin-1") for name, value in scope["headers"] if name == b"accept-encoding"]
     return ", ".join(values) if values else None
+
+
+def varies_by_encoding(accepted: AcceptedEncodings, size: int) -> bool:
+    """Whether a body of `size` bytes is one whose coding depends on Accept-Encoding."""
+    return size >= MIN_GZIP_BYTES or accepted.use_gzip(size)
 
 
 class GzipResponses:
@@ -112,7 +118,7 @@ class GzipResponses:
         if scope["type"] != "http":
             await self.app(scope, receive, send)
             return
-        accepted = accepted_encodings(_accept_encoding(scope))
+        accepted = accepted_encodings(accept_encoding_of(scope))
         start: Message | None = None
 
         async def send_encoded(message: Message) -> None:
@@ -131,8 +137,9 @@ class GzipResponses:
                 return
             response_start["headers"] = list(response_start.get("headers", ()))
             headers = MutableHeaders(raw=response_start["headers"])
-            if "content-encoding" not in headers and (len(body) >= MIN_GZIP_BYTES or accepted.use_gzip(len(body))):
-                headers.add_vary_header("Accept-Encoding")
+            if "content-encoding" not in headers and varies_by_encoding(accepted, len(body)):
+                if "accept-encoding" not in headers.get("vary", "").lower():
+                    headers.add_vary_header("Accept-Encoding")
                 if accepted.use_gzip(len(body)):
                     body = gzip.compress(body, compresslevel=self.level, mtime=0)
                     headers["Content-Encoding"] = "gzip"

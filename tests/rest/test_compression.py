@@ -101,6 +101,11 @@ class TestMiddleware:
         assert sent[1]["body"] == body
         assert sent[0]["headers"] == [(b"vary", b"Accept-Encoding")]
 
+    async def test_a_vary_the_response_has_is_kept_once(self) -> None:
+        start = _start((b"vary", b"Origin, accept-encoding"))
+        sent = await _run(_app(start, {"type": "http.response.body", "body": b"v" * LARGE}), None)
+        assert sent[0]["headers"] == [(b"vary", b"Origin, accept-encoding")]
+
     async def test_streamed_and_already_encoded_bodies_pass_through(self) -> None:
         chunks = [{"type": "http.response.body", "body": b"z" * LARGE, "more_body": True},
                   {"type": "http.response.body", "body": b"z" * LARGE}]
