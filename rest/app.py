@@ -21,7 +21,11 @@ from rest.health import build_health_router
 from rest.logging_config import configure_logging
 from rest.metrics import build_metrics_router
 from rest.observability import Observability
-from rest.openapi_docs import bearer_security_openapi, without_framework_validation_errors
+from rest.openapi_docs import (
+    bearer_security_openapi,
+    generator_friendly_openapi,
+    without_framework_validation_errors,
+)
 from rest.routes import add_routes
 from rest.runtime import Runtime
 from rest.security_headers import SecurityHeaders
@@ -96,7 +100,9 @@ def _document_security(app: FastAPI) -> None:
 
     def openapi() -> dict[str, Any]:
         if app.openapi_schema is None:
-            app.openapi_schema = bearer_security_openapi(without_framework_validation_errors(build_openapi()))
+            app.openapi_schema = generator_friendly_openapi(
+                bearer_security_openapi(without_framework_validation_errors(build_openapi()))
+            )
         return app.openapi_schema
 
     app.openapi = openapi  # type: ignore[method-assign]
