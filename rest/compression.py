@@ -24,7 +24,6 @@ import re
 from dataclasses import dataclass
 from functools import lru_cache
 
-from starlette.datastructures import MutableHeaders
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 MIN_GZIP_BYTES = 1024
@@ -108,7 +107,10 @@ def varies_by_encoding(accepted: AcceptedEncodings, size: int) -> bool:
 
 
 class GzipResponses:
-    """Pure ASGI middleware applying the rules above to each complete response body."""
+    """Pure ASGI middleware applying the rules above to each complete response body.
+
+    It works on the raw header list (no Headers objects): it runs on every response, and
+    most need nothing (small, or not asked for) or only a Vary line."""
 
     def __init__(self, app: ASGIApp, *, level: int = GZIP_LEVEL) -> None:
         self.app = app
@@ -131,21 +133,33 @@ class GzipResponses:
                 return
             response_start, start = start, None
             body: bytes = message.get("body", b"")
-            if message.get("more_body", False) or not body:
-                await send(response_start)
-                await send(message)
-                return
-            response_start["headers"] = list(response_start.get("headers", ()))
-            headers = MutableHeaders(raw=response_start["headers"])
-            if "content-encoding" not in headers and varies_by_encoding(accepted, len(body)):
-                if "accept-encoding" not in headers.get("vary", "").lower():
-                    headers.add_vary_header("Accept-Encoding")
-                if accepted.use_gzip(len(body)):
-                    body = gzip.compress(body, compresslevel=self.level, mtime=0)
-                    headers["Content-Encoding"] = "gzip"
-                    headers["Content-Length"] = str(len(body))
-                    message = {**message, "body": body}
+            # No body (a 304, a 204) is never encoded, whatever the client refuses.
+            if body and not message.get("more_body", False) and varies_by_encoding(accepted, len(body)):
+                message = self._encoded(response_start, message, accepted)
             await send(response_start)
             await send(message)
 
         await self.app(scope, receive, send_encoded)
+
+    def _encoded(self, response_start: Message, message: Message, accepted: AcceptedEncodings) -> Message:
+        """The body message to send, gzipped if it is to be; the start's headers updated."""
+        headers: list[tuple[bytes, bytes]] = list(response_start.get("headers", ()))
+        vary_at = None
+        for index, (name, _) in enumerate(headers):
+            lowered = name.lower()
+            if lowered == b"content-encoding":
+                return message  # already encoded by the app
+            if lowered == b"vary":
+                vary_at = index
+        if vary_at is None:
+            headers.append((b"vary", b"Accept-Encoding"))
+        elif b"accept-encoding" not in headers[vary_at][1].lower():
+            headers[vary_at] = (b"vary", headers[vary_at][1] + b", Accept-Encoding")
+        body: bytes = message["body"]
+        if accepted.use_gzip(len(body)):
+            body = gzip.compress(body, compresslevel=self.level, mtime=0)
+            headers = [(name, value) for name, value in headers if name.lower() != b"content-length"]
+            headers += [(b"content-encoding", b"gzip"), (b"content-length", str(len(body)).encode())]
+            message = {**message, "body": body}
+        response_start["headers"] = headers
+        return message

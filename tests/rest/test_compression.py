@@ -101,6 +101,11 @@ class TestMiddleware:
         assert sent[1]["body"] == body
         assert sent[0]["headers"] == [(b"vary", b"Accept-Encoding")]
 
+    async def test_an_empty_body_is_never_encoded(self) -> None:
+        not_modified = {"type": "http.response.start", "status": 304, "headers": [(b"etag", b'"abc"')]}
+        sent = await _run(_app(not_modified, {"type": "http.response.body", "body": b""}), "identity;q=0, gzip")
+        assert sent == [not_modified, {"type": "http.response.body", "body": b""}]
+
     async def test_a_vary_the_response_has_is_kept_once(self) -> None:
         start = _start((b"vary", b"Origin, accept-encoding"))
         sent = await _run(_app(start, {"type": "http.response.body", "body": b"v" * LARGE}), None)
