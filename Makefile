@@ -22,8 +22,10 @@ ui-assets: | $(BIN)/python
 
 install: $(STAMP) ui-assets
 
+# make demo PORT=8001 when 8000 is taken (checked before anything is written).
+PORT ?= 8000
 demo: install
-	$(BIN)/campaign-api demo
+	$(BIN)/campaign-api demo --port $(PORT)
 
 test: install
 	$(BIN)/pytest -n 2 --dist loadgroup --ignore=tests/cluster

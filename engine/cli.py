@@ -9,8 +9,10 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import errno
 import json
 import signal
+import socket
 import sys
 from collections.abc import Awaitable, Callable, Sequence
 from datetime import datetime
@@ -179,7 +181,10 @@ def serve(args: argparse.Namespace, settings: Settings) -> int:
     return _run_server(settings, host=args.host, port=args.port, workers=args.workers)
 
 
-def _run_server(settings: Settings, *, host: str, port: int, workers: int) -> int:
+def _run_server(
+    settings: Settings, *, host: str, port: int, workers: int, listener: socket.socket | None = None
+) -> int:
+    """Serve until stopped; on `listener` (already bound to host:port) when given."""
     problems = configuration_problems(settings)
     if problems:
         # Said once, here: each worker would fail on it and be started again, endlessly.
@@ -199,6 +204,7 @@ def _run_server(settings: Settings, *, host: str, port: int, workers: int) -> in
         factory=True,
         host=host,
         port=port,
+        fd=listener.fileno() if listener is not None else None,
         workers=workers,
         loop="uvloop",
         # httptools, a C parser (h11, pure Python, took 3-9 % of a worker's CPU), through a
@@ -231,6 +237,13 @@ def check(_args: argparse.Namespace, settings: Settings) -> int:
 
 
 def demo(args: argparse.Namespace, settings: Settings) -> int:
+    # First, so that a busy port stops the demo before it writes anything; then served as
+    # it is, so that nothing can take the port while the demo is prepared.
+    with _listen_for_demo(args.host, args.port) as listener:
+        return _prepare_and_serve_demo(args, settings, listener)
+
+
+def _prepare_and_serve_demo(args: argparse.Namespace, settings: Settings, listener: socket.socket) -> int:
     setup = prepare_demo(settings)
     if setup.generated_pepper_in is not None:
         print(
@@ -244,7 +257,24 @@ def demo(args: argparse.Namespace, settings: Settings) -> int:
     for line in example_commands(setup.token, host=args.host, port=args.port):
         print(f"  {line}")
     sys.stdout.flush()
-    return _run_server(settings, host=args.host, port=args.port, workers=1)
+    return _run_server(settings, host=args.host, port=args.port, workers=1, listener=listener)
+
+
+def _listen_for_demo(host: str, port: int) -> socket.socket:
+    """A socket bound to host:port for the demo's server, as uvicorn would bind it."""
+    listener = socket.socket(socket.AF_INET6 if ":" in host else socket.AF_INET, socket.SOCK_STREAM)
+    listener.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    try:
+        listener.bind((host, port))
+    except OSError as exc:
+        listener.close()
+        if exc.errno == errno.EADDRINUSE:
+            raise CommandError(
+                f"port {port} on {host} is already in use: stop what is listening there, or pick another "
+                f"port with `make demo PORT={port + 1}` (or `campaign-api demo --port {port + 1}`)"
+            ) from exc
+        raise CommandError(f"cannot listen on {host} port {port}: {exc.strerror or exc}") from exc
+    return listener
 
 
 def _run_in_session(settings: Settings, work: Callable[[AsyncSession], Awaitable[T]]) -> T:

@@ -16,7 +16,7 @@ from enum import Enum
 from functools import cache
 from typing import Any
 
-from sqlalchemy import ColumnElement, and_, bindparam, select, tuple_, union_all
+from sqlalchemy import ColumnElement, and_, bindparam, func, select, tuple_, union_all
 
 from engine.cursor import Cursor, SortKeyValue, decode_cursor, encode_cursor
 from engine.db import Reader, ReadFailed, fetch
@@ -412,11 +412,31 @@ _VISIBLE_LOCATIONS_BY_ID = ReadStatement(
     ),
 )
 
-_VISIBLE_CHILDREN = ReadStatement(
-    select(*_NESTED_LOCATION_COLUMNS)
-    .where(Location.parent_id.in_(bindparam("ids", expanding=True)), *_visible(Location))  # type: ignore[union-attr]
-    .order_by(*_entity_order(Location)),
-)
+
+
+def _visible_children() -> ReadStatement:
+    """The first `size` visible children of each parent in `ids`, in list order: each
+    parent's children are numbered in list order and cut at `size`, so a parent with
+    thousands of children returns no more rows than the client asked for."""
+    rank = (
+        func.row_number()
+        .over(partition_by=Location.parent_id, order_by=_entity_order(Location))
+        .label("child_rank")
+    )
+    ranked = (
+        select(*_NESTED_LOCATION_COLUMNS, rank)
+        .where(Location.parent_id.in_(bindparam("ids", expanding=True)), *_visible(Location))  # type: ignore[union-attr]
+        .subquery()
+    )
+    columns = [ranked.c[column.key] for column in _NESTED_LOCATION_COLUMNS]
+    return ReadStatement(
+        select(*columns)
+        .where(ranked.c.child_rank <= bindparam("size"))
+        .order_by(*_ordered(_ENTITY_ORDER, ranked.c))
+    )
+
+
+_VISIBLE_CHILDREN = _visible_children()
 
 
 async def visible_locations_by_id(db: Reader, *, scope: CampaignScope, location_ids: Sequence[str]) -> dict[str, Row]:
@@ -427,10 +447,11 @@ async def visible_locations_by_id(db: Reader, *, scope: CampaignScope, location_
 
 
 async def visible_children_by_parent(
-    db: Reader, *, scope: CampaignScope, parent_ids: Sequence[str]
+    db: Reader, *, scope: CampaignScope, parent_ids: Sequence[str], limit: int
 ) -> dict[str, list[Row]]:
-    """Visible children of each parent, in list order (for batched children lookups)."""
-    parameters = {"ids": list(parent_ids), "campaign_id": scope.campaign_id}
+    """The first `limit` visible children of each parent, in list order (for batched
+    children lookups)."""
+    parameters = {"ids": list(parent_ids), "campaign_id": scope.campaign_id, "size": limit}
     rows = await _fetch(db, _VISIBLE_CHILDREN, parameters, failure=EntityKind.LOCATION.fetch_failed_message)
     children: dict[str, list[Row]] = {parent_id: [] for parent_id in parent_ids}
     for row in rows:

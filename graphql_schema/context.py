@@ -27,6 +27,7 @@ class CampaignContext:
         self.db = db
         self.scope = scope
         self._lock = asyncio.Lock()
+        self._children_loaders: dict[int, DataLoader[str, list[Row[Any]]]] = {}
 
     # Batched per operation: one query per nesting level, whatever the page size. Made on
     # first use: the REST documents, most operations, never nest locations.
@@ -34,9 +35,15 @@ class CampaignContext:
     def location_by_id(self) -> DataLoader[str, Row[Any] | None]:
         return DataLoader(load_fn=self._load_locations)
 
-    @functools.cached_property
-    def children_of(self) -> DataLoader[str, list[Row[Any]]]:
-        return DataLoader(load_fn=self._load_children)
+    def children_of(self, limit: int) -> DataLoader[str, list[Row[Any]]]:
+        """The first `limit` visible children of each parent: one loader per limit, so
+        that each batch is one query with one bound (aliases may ask for several)."""
+        loader = self._children_loaders.get(limit)
+        if loader is None:
+            loader = self._children_loaders[limit] = DataLoader(
+                load_fn=functools.partial(self._load_children, limit=limit)
+            )
+        return loader
 
     async def read(self, query: Callable[[Reader], Awaitable[T]]) -> T:
         async with self._lock:
@@ -46,6 +53,8 @@ class CampaignContext:
         found = await self.read(lambda db: visible_locations_by_id(db, scope=self.scope, location_ids=ids))
         return [found.get(location_id) for location_id in ids]
 
-    async def _load_children(self, ids: Sequence[str]) -> list[list[Row[Any]]]:
-        found = await self.read(lambda db: visible_children_by_parent(db, scope=self.scope, parent_ids=ids))
+    async def _load_children(self, ids: Sequence[str], *, limit: int) -> list[list[Row[Any]]]:
+        found = await self.read(
+            lambda db: visible_children_by_parent(db, scope=self.scope, parent_ids=ids, limit=limit)
+        )
         return [found[parent_id] for parent_id in ids]

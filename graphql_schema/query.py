@@ -12,10 +12,13 @@ import strawberry
 from graphql import FieldNode, FragmentSpreadNode, SelectionNode
 from strawberry.types import Info
 
-from engine.pagination import DEFAULT_LIMIT, Page
+from engine.pagination import DEFAULT_LIMIT, MAX_LIMIT, Page
 from engine.records import EntityKind, get_entity, get_session, list_entities, list_sessions
 from graphql_schema.context import CampaignContext
+from graphql_schema.cost import MAX_COST, RENDER_POINTS, ROW_POINTS
 from graphql_schema.types import (
+    DESCRIPTION_FIELDS,
+    SUMMARY_FIELDS,
     CharacterPage,
     CharacterType,
     FactionPage,
@@ -30,13 +33,13 @@ from graphql_schema.types import (
 )
 
 Ctx = Info[CampaignContext, Any]
-LIMIT_HELP = "Page size: default 50, values above 100 are capped, below 1 is an error."
+LIMIT_HELP = (
+    f"Page size: default {DEFAULT_LIMIT}, values above {MAX_LIMIT} are capped, below 1 is an error. "
+    "Each record of the page counts towards the query's cost budget (see Query)."
+)
 CURSOR_HELP = "The nextCursor of the previous page; omit for the first page."
 LimitArgument = Annotated[int | None, strawberry.argument(description=LIMIT_HELP)]
 CursorArgument = Annotated[str | None, strawberry.argument(description=CURSOR_HELP)]
-# Lists read the raw Markdown column only when a client asks for the rendered text.
-SUMMARY_FIELDS = {"summaryMarkdown", "summaryText"}
-DESCRIPTION_FIELDS = {"descriptionMarkdown", "descriptionText"}
 
 
 def _selects_any(info: Ctx, names: set[str]) -> bool:
@@ -124,7 +127,18 @@ def _record_field(resolver: Callable[..., Any], singular: str) -> Any:
     return strawberry.field(resolver=resolver, description=f"One visible {singular}; null and NOT_FOUND otherwise.")
 
 
-@strawberry.type
+QUERY_DESCRIPTION = (
+    "The public records of the key's campaign. Before it runs, each operation's cost is estimated from its "
+    f"selection and must not exceed {MAX_COST:,} points: every object it may return (a record, a page, its "
+    f"pagination) costs {ROW_POINTS}; a record whose summary or description is selected (Markdown or text, "
+    f"one rendering for both) costs {RENDER_POINTS} more; a list multiplies the cost of one item by its `limit` "
+    f"(a variable counts as {MAX_LIMIT}; absent, the default), and nested lists multiply. One page of "
+    f"{MAX_LIMIT} records with every field fits; an operation over the budget is refused with the error code "
+    "QUERY_TOO_COSTLY and no data."
+)
+
+
+@strawberry.type(description=QUERY_DESCRIPTION)
 class Query:
     sessions: SessionPage = _list_field(_sessions, "public sessions")
     session: SessionType | None = _record_field(_session, "public session")

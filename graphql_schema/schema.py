@@ -10,6 +10,7 @@ Here one rule class, created once, measures depth and aliases in one memoized pa
 from __future__ import annotations
 
 from collections.abc import Iterator
+from typing import Any
 
 import strawberry
 from graphql import (
@@ -24,9 +25,19 @@ from graphql import (
     ValidationRule,
 )
 from strawberry.extensions import DisableIntrospection, ParserCache, SchemaExtension, ValidationCache
-from strawberry.types import ExecutionContext
+from strawberry.types import ExecutionContext, ExecutionResult
+from strawberry.types.execution import PreExecutionError
 
-from graphql_schema.errors import PublicErrors, domain_error_of, logger
+from graphql_schema.cost import QueryCostRule
+from graphql_schema.errors import (
+    PublicErrors,
+    RequestErrorCode,
+    coded_request_errors,
+    domain_error_of,
+    is_client_error,
+    is_request_error,
+    logger,
+)
 from graphql_schema.execution import PlainFieldExecutor
 from graphql_schema.metrics import OperationMetrics
 from graphql_schema.query import Query
@@ -101,10 +112,19 @@ class DocumentLimitsRule(ValidationRule):
                 if depth > MAX_DEPTH:
                     name = node.name.value if node.name else "anonymous"
                     context.report_error(
-                        GraphQLError(f"'{name}' exceeds maximum operation depth of {MAX_DEPTH}", [node])
+                        GraphQLError(
+                            f"'{name}' exceeds maximum operation depth of {MAX_DEPTH}",
+                            [node],
+                            extensions={"code": RequestErrorCode.QUERY_TOO_DEEP.value},
+                        )
                     )
         if total_aliases > MAX_ALIASES:
-            context.report_error(GraphQLError(f"{total_aliases} aliases found. Allowed: {MAX_ALIASES}"))
+            context.report_error(
+                GraphQLError(
+                    f"{total_aliases} aliases found. Allowed: {MAX_ALIASES}",
+                    extensions={"code": RequestErrorCode.TOO_MANY_ALIASES.value},
+                )
+            )
 
 
 class _HideSuggestionsRule(ValidationRule):
@@ -116,11 +136,12 @@ class _HideSuggestionsRule(ValidationRule):
         context._hide_suggestions = True
 
 
-_LIMIT_RULES = (DocumentLimitsRule,)
+_LIMIT_RULES = (DocumentLimitsRule, QueryCostRule)
 
 
 class DocumentLimits(SchemaExtension):
-    """Bounds the size (tokens), depth and alias count of every document."""
+    """Bounds the size (tokens), depth and alias count of every document, and the
+    estimated cost of each of its operations."""
 
     def on_operation(self) -> Iterator[None]:
         self.execution_context.parse_options["max_tokens"] = MAX_TOKENS
@@ -138,10 +159,19 @@ class HideSuggestions(SchemaExtension):
 
 
 class CampaignSchema(strawberry.Schema):
+    async def execute(self, query: str | None, *args: Any, **kwargs: Any) -> ExecutionResult:
+        """As strawberry's, and an operation refused before execution has errors that each
+        carry their code, and no data (the caller leaves `data` out of the response)."""
+        result = await super().execute(query, *args, **kwargs)
+        if is_request_error(result):
+            return PreExecutionError(data=None, errors=coded_request_errors(result.errors or []))
+        return result
+
     def process_errors(self, errors: list[GraphQLError], execution_context: ExecutionContext | None = None) -> None:
-        # Expected outcomes (not found, bad cursor) are not server errors; log the rest.
+        # Expected outcomes (not found, bad cursor, the client's own mistakes) are not
+        # server errors; log the rest.
         for error in errors:
-            if error.original_error is not None and domain_error_of(error) is None:
+            if not is_client_error(error) and domain_error_of(error) is None:
                 logger.error("GraphQL resolver failed", exc_info=error.original_error)
 
 

@@ -7,13 +7,23 @@ exposed as a field.
 from __future__ import annotations
 
 from datetime import datetime
-from typing import Any
+from typing import Annotated, Any
 
 import strawberry
 from strawberry.types import Info
 
 from engine.markdown import render_public
+from engine.pagination import MAX_LIMIT, clamp_limit
 from graphql_schema.context import CampaignContext
+
+# The Markdown fields: a list reads its raw Markdown column only when one is selected,
+# and the cost of an operation counts their rendering (graphql_schema/cost.py).
+SUMMARY_FIELDS = {"summaryMarkdown", "summaryText"}
+DESCRIPTION_FIELDS = {"descriptionMarkdown", "descriptionText"}
+CHILDREN_LIMIT_HELP = (
+    f"How many children to return, in list order: default and maximum {MAX_LIMIT}, below 1 is an error. "
+    "Each child counts towards the query's cost budget (see Query)."
+)
 
 
 @strawberry.type(description="Where the next page starts.")
@@ -75,9 +85,13 @@ class LocationType(WikiEntityFields):
             return None
         return await info.context.location_by_id.load(parent_id)  # type: ignore[return-value]
 
-    @strawberry.field(description="Visible child locations, in list order.")
-    async def children(self, info: Info[CampaignContext, Any]) -> list[LocationType]:
-        return await info.context.children_of.load(self.id)  # type: ignore[return-value]
+    @strawberry.field(description=f"Visible child locations, in list order: the first `limit` (at most {MAX_LIMIT}).")
+    async def children(
+        self,
+        info: Info[CampaignContext, Any],
+        limit: Annotated[int | None, strawberry.argument(description=CHILDREN_LIMIT_HELP)] = MAX_LIMIT,
+    ) -> list[LocationType]:
+        return await info.context.children_of(clamp_limit(limit)).load(self.id)  # type: ignore[return-value]
 
 
 @strawberry.type(name="Character", description="A wiki-visible character of the key's campaign.")

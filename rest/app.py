@@ -12,18 +12,24 @@ from starlette.middleware.cors import CORSMiddleware
 
 from engine.metrics import watch_database_errors
 from engine.settings import Settings, get_settings
+from rest.compression import GzipResponses
 from rest.docs_page import build_docs_router
 from rest.errors import install_error_handlers
 from rest.graphql import build_graphql_router
+from rest.head import HeadAsGet
 from rest.health import build_health_router
 from rest.logging_config import configure_logging
 from rest.metrics import build_metrics_router
 from rest.observability import Observability
-from rest.openapi_docs import bearer_security_openapi, without_framework_validation_errors
+from rest.openapi_docs import (
+    bearer_security_openapi,
+    generator_friendly_openapi,
+    without_framework_validation_errors,
+)
 from rest.routes import add_routes
 from rest.runtime import Runtime
 from rest.security_headers import SecurityHeaders
-from rest.ui_assets import mount_vendor_assets
+from rest.ui_assets import build_assets_router
 
 DESCRIPTION = """Read-only access to the public part of one campaign's wiki.
 
@@ -68,7 +74,9 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     app.include_router(build_docs_router(openapi_url=app.openapi_url or "/openapi.json"))
     if runtime.settings.metrics_enabled:
         app.include_router(build_metrics_router())
-    mount_vendor_assets(app)
+    app.include_router(build_assets_router())
+    # Innermost: compresses the finished body, below the headers the outer layers add.
+    app.add_middleware(GzipResponses)
     if runtime.settings.cors_origins:
         # Off unless an operator lists origins. Added before SecurityHeaders, which wraps
         # it, so that preflight answers carry nosniff and no-store too.
@@ -80,6 +88,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
             expose_headers=[*CORS_EXPOSED_HEADERS],
         )
     app.add_middleware(SecurityHeaders)
+    app.add_middleware(HeadAsGet)
     # Outermost: times the whole request and puts X-Request-ID on every response it sends.
     app.add_middleware(Observability)
     _document_security(app)
@@ -91,7 +100,9 @@ def _document_security(app: FastAPI) -> None:
 
     def openapi() -> dict[str, Any]:
         if app.openapi_schema is None:
-            app.openapi_schema = bearer_security_openapi(without_framework_validation_errors(build_openapi()))
+            app.openapi_schema = generator_friendly_openapi(
+                bearer_security_openapi(without_framework_validation_errors(build_openapi()))
+            )
         return app.openapi_schema
 
     app.openapi = openapi  # type: ignore[method-assign]

@@ -18,6 +18,7 @@ from starlette.responses import Response
 from engine.errors import DomainError, ErrorCode, FetchFailed
 from engine.pagination import LIMIT_MESSAGE
 from engine.ratelimit import RateLimitExceeded, RateLimits, RateWindow
+from rest.head import allow_with_head
 from rest.responses import json_response, rate_headers
 from rest.security_headers import SECURITY_HEADERS
 
@@ -140,9 +141,10 @@ async def _http_error(request: Request, exc: Exception) -> Response:
     assert isinstance(exc, HTTPException)
     if exc.status_code == 405:
         outcome = resolve_error(HttpError.METHOD_NOT_ALLOWED, endpoint=None)
-        return rest_error_response(
-            ErrorOutcome(outcome.status, outcome.message, {**outcome.headers, **(exc.headers or {})})
-        )
+        headers = {**outcome.headers, **(exc.headers or {})}
+        if "Allow" in headers:
+            headers["Allow"] = allow_with_head(headers["Allow"])  # rest/head.py answers HEAD
+        return rest_error_response(ErrorOutcome(outcome.status, outcome.message, headers))
     code = HttpError.ROUTE_NOT_FOUND if exc.status_code == 404 else HttpError.BAD_REQUEST
     return rest_error_response(resolve_error(code, endpoint=None))
 

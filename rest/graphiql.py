@@ -102,13 +102,83 @@ _SCRIPT = """
     get length() { return window.localStorage.length; }
   };
 
+  // The operations a document defines, in order: each one's name, or null when it has
+  // none. A small GraphQL tokenizer: comments and strings are skipped, and only the top
+  // level counts (a name inside a selection, arguments or variables never does).
+  var TRIPLE = '"' + '""';
+  var NAME_START = /[_A-Za-z]/, NAME_PART = /[_0-9A-Za-z]/, IGNORED = /[\\s,\\uFEFF]/;
+  function operationNames(document) {
+    var names = [], depth = 0, inHeader = false, expectName = false, i = 0, n = document.length;
+    while (i < n) {
+      var ch = document[i];
+      if (ch === "#") {
+        while (i < n && document[i] !== "\\n" && document[i] !== "\\r") i++;
+        continue;
+      }
+      if (document.startsWith(TRIPLE, i)) {
+        i += 3;
+        while (i < n && !document.startsWith(TRIPLE, i)) i += document.startsWith("\\\\" + TRIPLE, i) ? 4 : 1;
+        i += 3;
+        expectName = false;
+        continue;
+      }
+      if (ch === '"') {
+        i++;
+        while (i < n && document[i] !== '"' && document[i] !== "\\n") i += document[i] === "\\\\" ? 2 : 1;
+        i++;
+        expectName = false;
+        continue;
+      }
+      if (ch === "$" || ch === "@" || NAME_START.test(ch)) {
+        var start = i++;
+        while (i < n && NAME_PART.test(document[i])) i++;
+        var word = document.slice(start, i);
+        if (depth === 0) {
+          if (expectName && NAME_START.test(word[0])) names[names.length - 1] = word;
+          var operation = !inHeader && (word === "query" || word === "mutation" || word === "subscription");
+          if (operation) names.push(null);
+          if (operation || (!inHeader && word === "fragment")) inHeader = true;
+          expectName = operation;
+        }
+        continue;
+      }
+      if (ch === "{" || ch === "(" || ch === "[") {
+        if (depth === 0 && ch === "{") {
+          if (!inHeader) names.push(null);  // a query written as a bare selection set
+          inHeader = false;
+        }
+        depth++;
+      } else if (ch === "}" || ch === ")" || ch === "]") {
+        depth--;
+      }
+      if (!IGNORED.test(ch)) expectName = false;
+      i++;
+    }
+    return names;
+  }
+
+  // GraphiQL keeps the operation name of a document after it is edited away; a name the
+  // document does not define makes the server refuse the request. Send the name only when
+  // the document defines it; a document of one operation runs that operation.
+  function withOwnOperationName(params) {
+    var names = operationNames(params.query || "");
+    if (params.operationName && names.indexOf(params.operationName) !== -1) return params;
+    var own = Object.assign({}, params);
+    if (names.length === 1 && names[0]) own.operationName = names[0];
+    else delete own.operationName;
+    return own;
+  }
+
   var schemaToken = null;
   function makeFetcher() {
     return function fetcher(params, options) {
       var token = bearerToken(options && options.headers);
       if (!token) return Promise.resolve({ errors: [{ message: config.noKeyMessage }] });
-      if (params && params.operationName === "IntrospectionQuery") schemaToken = token;
-      return httpFetcher(params, options);
+      if (params && params.operationName === "IntrospectionQuery") {
+        schemaToken = token;
+        return httpFetcher(params, options);
+      }
+      return httpFetcher(withOwnOperationName(params), options);
     };
   }
 

@@ -1,8 +1,10 @@
 """`/graphql`: the internal schema over HTTP, behind the same guard as the REST endpoints.
 
-Errors before execution (401, 429, 503, a bad request) come in GraphQL's own shape with
-the REST statuses and headers; errors during execution come back as GraphQL errors with
-`extensions.code` on a 200, as GraphQL clients expect.
+Errors before the operation is read (401, 429, 503, a bad request) come in GraphQL's own
+shape with the REST statuses and headers. A document refused by parsing, validation or a
+limit (depth, aliases, tokens, cost), or variables that do not fit, is a 200 with coded
+errors and no `data`; errors during execution come back as GraphQL errors with
+`extensions.code` beside the data, as GraphQL clients expect.
 """
 
 from __future__ import annotations
@@ -18,6 +20,7 @@ from strawberry.types.graphql import OperationType
 from engine.errors import DomainError
 from engine.records import CampaignScope
 from graphql_schema.context import CampaignContext
+from graphql_schema.errors import is_request_error
 from rest.errors import ErrorOutcome, outcome_for_request
 from rest.graphiql import graphiql_page
 from rest.responses import json_response, rate_headers
@@ -127,7 +130,9 @@ async def graphql_endpoint(request: Request) -> Response:
             return _bad_request("Only query operations are supported")
         except CannotGetOperationTypeError:
             return _bad_request("operationName does not name an operation of the document")
-    body: dict[str, Any] = {"data": result.data}
+    # Refused before execution (parsing, validation, a limit, variables): no `data` key,
+    # as GraphQL-over-HTTP says; still a 200, as the JSON media type of that spec has it.
+    body: dict[str, Any] = {} if is_request_error(result) else {"data": result.data}
     if result.errors:
         body["errors"] = [error.formatted for error in result.errors]
     return json_response(body, headers=rate_headers(principal.key_window))

@@ -18,6 +18,27 @@ _RATE_HEADERS = {
     },
 }
 _RETRY_AFTER = {"Retry-After": {"description": "Seconds to wait (at least 1).", "schema": {"type": "integer"}}}
+_REQUEST_ID_HEADER = {
+    "X-Request-ID": {
+        "description": "The request's id, also in the server's log: yours when you sent a plain one, else a new one.",
+        "required": True,
+        "schema": {"type": "string"},
+    }
+}
+_REQUEST_ID_PARAMETER = {
+    "name": "X-Request-ID",
+    "in": "header",
+    "required": False,
+    "description": "An id for this request, echoed in the response and logged (up to 128 of A-Z a-z 0-9 . _ -).",
+    "schema": {"type": "string", "pattern": "^[A-Za-z0-9._-]{1,128}$"},
+}
+_LINK_HEADER = {
+    "Link": {
+        "description": 'On a page with a next one: `</api/public/v1/...?cursor=...&limit=N>; rel="next"`.',
+        "schema": {"type": "string"},
+    }
+}
+V1_PATHS = "/api/public/v1/"
 _CHALLENGE = {name: {"schema": {"type": "string", "enum": [value]}} for name, value in AUTH_CHALLENGE.items()}
 
 
@@ -120,7 +141,39 @@ def bearer_security_openapi(schema: dict[str, Any]) -> dict[str, Any]:
         "description": "An API key: `cpk_<key_id>_<secret>`, issued by the campaign's operator.",
     }
     for path, operations in schema.get("paths", {}).items():
-        if path.startswith("/api/public/v1/"):
+        if path.startswith(V1_PATHS):
             for operation in operations.values():
                 operation["security"] = [{"bearerAuth": []}]
+    return schema
+
+
+def operation_id(path: str) -> str | None:
+    """`listSessions` for /api/public/v1/sessions, `getSession` for .../sessions/{id}: the
+    names client generators turn into functions (FastAPI's own are path-long)."""
+    segments = path.removeprefix(V1_PATHS).split("/")
+    if len(segments) == 1:
+        return f"list{segments[0].capitalize()}"
+    if len(segments) == 2 and segments[1].startswith("{"):
+        return f"get{segments[0].removesuffix('s').capitalize()}"
+    return None
+
+
+def generator_friendly_openapi(schema: dict[str, Any]) -> dict[str, Any]:
+    """What client generators need beyond FastAPI's document: short operationIds, a
+    server, and every header a response carries (X-Request-ID on all of them, Link on a
+    list page that has a next one); X-Request-ID is documented as a request header too."""
+    schema["servers"] = [{"url": "/", "description": "The host that serves this document"}]
+    for path, operations in schema.get("paths", {}).items():
+        if not path.startswith(V1_PATHS):
+            continue
+        for operation in operations.values():
+            name = operation_id(path)
+            if name is not None:
+                operation["operationId"] = name
+            operation.setdefault("parameters", []).append(_REQUEST_ID_PARAMETER)
+            for status, response in operation.get("responses", {}).items():
+                headers = response.setdefault("headers", {})
+                headers.update(_REQUEST_ID_HEADER)
+                if status == "200" and name is not None and name.startswith("list"):
+                    headers.update(_LINK_HEADER)
     return schema

@@ -22,6 +22,7 @@ from engine.records import ENTITY_NOT_FOUND, SESSION_NOT_FOUND, CampaignScope
 from rest import documents, openapi_models
 from rest.errors import EndpointTexts
 from rest.execution import run_document
+from rest.links import next_page_link
 from rest.openapi_docs import list_parameters, list_responses, record_responses
 from rest.responses import json_response, rate_headers
 from rest.runtime import runtime_of
@@ -129,13 +130,19 @@ async def _serve(
     runtime = runtime_of(request)
     async with runtime.database.reader() as db:
         principal = await runtime.guard.admit(request, db)
+        values = variables()
         data = await run_document(
             runtime.queries[document],
-            variables=variables(),
+            variables=values,
             db=db,
             scope=CampaignScope(campaign_id=principal.key.campaign_id),
         )
-    return json_response(data[field], headers=rate_headers(principal.key_window))
+    body = data[field]
+    headers = rate_headers(principal.key_window)
+    link = next_page_link(request.url.path, body, limit=values.get("limit"))
+    if link is not None:
+        headers["Link"] = link
+    return json_response(body, headers=headers)
 
 
 def _list_endpoint(resource: Resource) -> Callable[[Request], Awaitable[Response]]:

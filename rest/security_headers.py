@@ -1,4 +1,5 @@
-"""Headers on every response: the bodies are per-key data and always JSON (or the IDE page)."""
+"""Headers on every response: the bodies are per-key data and always JSON (or a UI page or
+file): never sniffed, never stored, except the versioned UI files (rest/vendor_files.py)."""
 
 from __future__ import annotations
 
@@ -8,6 +9,7 @@ SECURITY_HEADERS = (
     (b"x-content-type-options", b"nosniff"),
     (b"cache-control", b"no-store"),
 )
+NOSNIFF = SECURITY_HEADERS[:1]
 
 
 class SecurityHeaders:
@@ -23,7 +25,10 @@ class SecurityHeaders:
 
         async def send_with_headers(message: Message) -> None:
             if message["type"] == "http.response.start":
-                message["headers"] = [*message.get("headers", []), *SECURITY_HEADERS]
+                headers = message.get("headers", [])
+                # no-store unless the response chose its caching (the versioned UI files).
+                chosen = any(name == b"cache-control" for name, _ in headers)
+                message["headers"] = [*headers, *(NOSNIFF if chosen else SECURITY_HEADERS)]
             await send(message)
 
         await self.app(scope, receive, send_with_headers)

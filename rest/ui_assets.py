@@ -11,14 +11,11 @@ import html
 import json
 from pathlib import Path
 
-from fastapi import FastAPI
-from starlette.staticfiles import StaticFiles
+from fastapi import APIRouter
+
+from rest.vendor_files import VENDOR_URL, build_vendor_router, versioned_path
 
 VENDOR_DIR = Path(__file__).resolve().parent / "static" / "vendor"
-VENDOR_URL = "/static/vendor"
-# Pages link assets relative to themselves (/graphql, /docs sit at the root), so they
-# keep working when a proxy serves the API under a path prefix.
-VENDOR_HREF = VENDOR_URL.lstrip("/")
 
 REACT = ("react/react.production.min.js", "react-dom/react-dom.production.min.js")
 GRAPHIQL_ASSETS = (*REACT, "graphiql/graphiql.min.js", "graphiql/graphiql.min.css")
@@ -30,7 +27,9 @@ SWAGGER_UI_ASSETS = (
 
 
 def href(asset: str) -> str:
-    return f"{VENDOR_HREF}/{asset}"
+    """The versioned URL of an installed asset, relative to the pages (/graphql, /docs sit
+    at the root, so links keep working when a proxy serves the API under a path prefix)."""
+    return versioned_path(VENDOR_DIR, asset)
 
 
 def missing_assets(assets: tuple[str, ...], *, vendor_dir: Path | None = None) -> list[str]:
@@ -77,7 +76,7 @@ and they have not been installed here. Missing:</p>
 """
 
 
-def mount_vendor_assets(app: FastAPI) -> None:
-    """Serve the vendored files at /static/vendor (public code, no secrets)."""
-    # check_dir=False: the service starts (and its JSON API works) before the assets exist.
-    app.mount(VENDOR_URL, StaticFiles(directory=VENDOR_DIR, check_dir=False), name="vendor")
+def build_assets_router() -> APIRouter:
+    """The vendored files under versioned URLs (public code, no secrets). The service
+    starts, and its JSON API works, before they are installed."""
+    return build_vendor_router(VENDOR_DIR)

@@ -76,3 +76,50 @@ class TestGraphiQL:
         stored = await page.evaluate("() => JSON.stringify(Object.assign({}, window.localStorage))")
         assert "graphiql:queries" in stored  # the history was written, without the headers
         assert seeded.token not in stored
+
+
+async def _replace_query(page: Page, document: str) -> None:
+    editor = page.locator(".graphiql-query-editor .CodeMirror")
+    await editor.click()
+    await page.keyboard.press("Control+A")
+    await page.keyboard.press("Delete")
+    await page.keyboard.insert_text(document)
+    value = await editor.evaluate("(node) => node.CodeMirror.getValue()")
+    assert value == document
+
+
+def _is_graphql_post(response: Response) -> bool:
+    request = response.request
+    return (
+        request.method == "POST"
+        and response.url.endswith("/graphql")
+        and "IntrospectionQuery" not in (request.post_data or "")
+    )
+
+
+class TestOwnQueries:
+    @pytest.mark.parametrize(
+        ("document", "operation_name"),
+        [
+            ("{ __typename }", None),
+            ("query Mine { __typename }", "Mine"),
+            ('# query Example\n{ __typename @include(if: true) t: __typename @skip(if: false) }', None),
+        ],
+        ids=["anonymous", "named", "names-in-comments"],
+    )
+    async def test_a_query_the_user_writes_runs(
+        self, tab: BrowserTab, live_server: LiveServer, document: str, operation_name: str | None
+    ) -> None:
+        page = tab.page
+        await _open_graphiql(page)
+        await _type_key_after_bearer(page, live_server.seeded.token)
+        await _replace_query(page, document)
+        async with page.expect_response(_is_graphql_post, timeout=TIMEOUT_MS) as sent:
+            await page.locator(".graphiql-execute-button").click()
+        response = await sent.value
+        assert response.status == 200, await response.text()
+        assert (await response.json())["data"]["__typename"] == "Query"
+        # The operation name only when the document defines it (never the example's).
+        assert response.request.post_data_json.get("operationName") == operation_name
+        await expect(page.locator(".graphiql-response")).to_contain_text('"__typename": "Query"', timeout=TIMEOUT_MS)
+        assert tab.script_errors == []

@@ -1,13 +1,15 @@
 """An HTTP client for the contract tests, and the checks every response must pass.
 
 Every response that goes through `ApiClient` is checked, whatever the test asserts:
-it carries `X-Content-Type-Options: nosniff` and `Cache-Control: no-store`, and its body
+it carries `X-Content-Type-Options: nosniff` and `Cache-Control: no-store` (a versioned
+UI file: `immutable`), and its body
 holds no trace of the campaign's GM-only content.
 """
 
 from __future__ import annotations
 
 import json
+import re
 import time
 from collections.abc import Mapping
 from dataclasses import dataclass
@@ -22,10 +24,16 @@ RATE_HEADER_NAMES = ("x-ratelimit-limit", "x-ratelimit-remaining", "x-ratelimit-
 AUTH_CHALLENGE = 'Bearer realm="public-api"'
 
 
+# The UI files under versioned URLs are the one thing a cache may keep (rest/vendor_files.py).
+IMMUTABLE_PATH = re.compile(r"/static/vendor/[0-9a-f]{16}/")
+
+
 def _check_every_response(response: httpx.Response) -> None:
     response.read()
     assert response.headers.get("x-content-type-options") == "nosniff", response.headers
-    assert response.headers.get("cache-control") == "no-store", response.headers
+    immutable = response.status_code == 200 and IMMUTABLE_PATH.match(response.url.path)
+    expected = "public, max-age=31536000, immutable" if immutable else "no-store"
+    assert response.headers.get("cache-control") == expected, response.headers
     assert GM_CANARY.encode() not in response.content, f"GM-only text leaked: {response.content[:500]!r}"
 
 

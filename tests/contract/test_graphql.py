@@ -100,3 +100,41 @@ class TestGraphiQL:
         assert response.headers["content-type"].startswith("text/html")
         assert "graphiql" in response.text.lower()
         assert_no_rate_headers(response)
+
+
+class TestRequestErrors:
+    """Documents refused before execution (GraphQL over HTTP, JSON media type): 200, coded
+    errors, no `data` key; counted against the key like any request."""
+
+    @pytest.mark.parametrize(
+        ("query", "variables", "code", "message"),
+        [
+            ("{ sessions { data { id }", None, "GRAPHQL_PARSE_FAILED", "Syntax Error: Expected Name, found <EOF>."),
+            ("{ spells { id } }", None, "GRAPHQL_VALIDATION_FAILED", "Cannot query field 'spells' on type 'Query'."),
+            (
+                "query($n: Int) { sessions(limit: $n) { data { id } } }",
+                {"n": "ten"},
+                "BAD_USER_INPUT",
+                "Variable '$n' has invalid value: Int cannot represent non-integer value: 'ten'",
+            ),
+            (
+                "{ " + " ".join(f"a{n}: sessions(limit: 100) {{ data {{ summaryMarkdown }} }}" for n in range(30))
+                + " }",
+                None,
+                "QUERY_TOO_COSTLY",
+                "'anonymous' has an estimated cost of 303,030, above the budget of 12,000: "
+                "ask for smaller pages, fewer Markdown fields or fewer aliases, or split the query",
+            ),
+        ],
+        ids=["parse", "validation", "variables", "cost"],
+    )
+    def test_refused_with_a_code_and_no_data(
+        self, client: ApiClient, token_a: str, query: str, variables: dict[str, object] | None, code: str, message: str
+    ) -> None:
+        response = post(client, query, token=token_a, variables=variables)
+        assert response.status_code == 200
+        body = json_of(response)
+        assert "data" not in body
+        [error] = body["errors"]
+        assert (error["message"], error["extensions"]["code"]) == (message, code)
+        assert_key_window(response, limit=KEY_LIMIT)

@@ -53,7 +53,7 @@ class TestRouting:
     def test_other_methods_are_405_with_allow(self, client: ApiClient, method: str, path: str) -> None:
         response = client.request(method, path)
         assert_error(response, 405, "Method not allowed")
-        assert response.headers["allow"] == "GET"
+        assert response.headers["allow"] == "GET, HEAD"
         assert_no_rate_headers(response)
 
 
@@ -85,14 +85,32 @@ class TestOpenApi:
             assert operations["get"]["security"] == [{"bearerAuth": []}]
 
     def test_every_operation_documents_a_200_schema(self, document: dict[str, Any]) -> None:
-        for operations in document["paths"].values():
+        rate_and_id = {"X-RateLimit-Limit", "X-RateLimit-Remaining", "X-RateLimit-Reset", "X-Request-ID"}
+        for path, operations in document["paths"].items():
             ok = operations["get"]["responses"]["200"]
             assert "schema" in ok["content"]["application/json"]
-            assert set(ok["headers"]) == {"X-RateLimit-Limit", "X-RateLimit-Remaining", "X-RateLimit-Reset"}
+            assert set(ok["headers"]) == (rate_and_id | {"Link"} if path in LIST_PATHS else rate_and_id)
+
+    def test_short_operation_ids_and_a_server_for_generators(self, document: dict[str, Any]) -> None:
+        assert document["servers"] == [{"url": "/", "description": "The host that serves this document"}]
+        ids = {path: operations["get"]["operationId"] for path, operations in document["paths"].items()}
+        assert ids == {
+            **{path: "list" + resource.capitalize() for path, resource in LIST_PATHS.items()},
+            **{path: "get" + resource.capitalize().removesuffix("s") for path, resource in RECORD_PATHS.items()},
+        }
+        assert ids[f"{API_PREFIX}/sessions"] == "listSessions" and ids[f"{API_PREFIX}/items/{{id}}"] == "getItem"
+
+    def test_every_response_documents_the_request_id(self, document: dict[str, Any]) -> None:
+        for operations in document["paths"].values():
+            operation = operations["get"]
+            for response in operation["responses"].values():
+                assert response["headers"]["X-Request-ID"]["required"] is True
+            [parameter] = [p for p in operation["parameters"] if p["name"] == "X-Request-ID"]
+            assert (parameter["in"], parameter["required"]) == ("header", False)
 
     def test_lists_document_limit_and_cursor(self, document: dict[str, Any]) -> None:
         for path in LIST_PATHS:
-            parameters = {p["name"]: p for p in document["paths"][path]["get"]["parameters"]}
+            parameters = {p["name"]: p for p in document["paths"][path]["get"]["parameters"] if p["in"] == "query"}
             assert set(parameters) == {"limit", "cursor"}
             assert parameters["limit"]["in"] == parameters["cursor"]["in"] == "query"
             assert parameters["limit"]["schema"]["type"] == "integer"

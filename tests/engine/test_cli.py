@@ -8,15 +8,21 @@ from __future__ import annotations
 
 import json
 import logging
+import os
 import re
 import signal
+import socket
 import stat
+import subprocess
+import sys
+import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from importlib import resources
 from pathlib import Path
 from typing import Any
 
+import httpx
 import psycopg
 import pytest
 import uvicorn
@@ -28,6 +34,7 @@ from engine.keys import hash_secret
 from engine.settings import Settings
 from tests.cluster.sentinel import sentinel_group
 from tests.conftest import TEST_PEPPER
+from tests.contract.server import free_port
 from tests.databases import BACKENDS, migrated_database
 from tests.factories import unique_id
 from tests.services import POSTGRES_ADMIN_URL, REDIS_URL, require_service
@@ -419,7 +426,8 @@ class TestDemo:
     def test_fresh_machine(
         self, unconfigured: pytest.MonkeyPatch, served: list[dict[str, Any]], cli: Cli, tmp_path: Path
     ) -> None:
-        result = cli("demo", "--port", "8123")
+        port = free_port()
+        result = cli("demo", "--port", str(port))
         assert result.code == 0, result.err
 
         env_file = tmp_path / ".env"
@@ -432,16 +440,55 @@ class TestDemo:
         token = TOKEN.search(result.out)
         assert token is not None
         assert (
-            f"curl -H 'Authorization: Bearer {token.group(0)}' http://127.0.0.1:8123/api/public/v1/sessions"
+            f"curl -H 'Authorization: Bearer {token.group(0)}' http://127.0.0.1:{port}/api/public/v1/sessions"
             in result.out
         )
         graphql = next(line for line in result.out.splitlines() if "/graphql" in line)
-        assert "http://127.0.0.1:8123/graphql" in graphql and "children" in graphql and "sessions" in graphql
+        assert f"http://127.0.0.1:{port}/graphql" in graphql and "children" in graphql and "sessions" in graphql
         assert served[0]["app"] == "rest.app:create_app" and served[0]["workers"] == 1
+        # Served on the socket the demo bound before preparing anything.
+        assert served[0]["fd"] is not None
 
-        again = cli("demo")
+        again = cli("demo", "--port", str(free_port()))
         assert again.code == 0 and again.err == ""  # the saved pepper is reused, not regenerated
         assert env_file.read_text(encoding="utf-8").count("API_KEY_PEPPER=") == 1
+
+    def test_a_busy_port_stops_it_before_anything_is_written(
+        self, unconfigured: pytest.MonkeyPatch, served: list[dict[str, Any]], cli: Cli, tmp_path: Path
+    ) -> None:
+        with socket.create_server(("127.0.0.1", 0)) as busy:
+            port = busy.getsockname()[1]
+            result = cli("demo", "--port", str(port))
+        assert (result.code, result.out, served) == (1, "", [])
+        assert result.err == (
+            f"campaign-api: error: port {port} on 127.0.0.1 is already in use: stop what is listening there, "
+            f"or pick another port with `make demo PORT={port + 1}` (or `campaign-api demo --port {port + 1}`)\n"
+        )
+        # Nothing imported, no key issued, no pepper generated.
+        assert sorted(path.name for path in tmp_path.iterdir()) == []
+
+    def test_serves_on_the_socket_it_bound(self, tmp_path: Path) -> None:
+        """The real command, as `make demo PORT=...` runs it, in an empty directory."""
+        port = free_port()
+        environment = {name: value for name, value in os.environ.items() if name in ("PATH", "HOME", "LANG")}
+        command = [str(Path(sys.executable).with_name("campaign-api")), "demo", "--port", str(port)]
+        with subprocess.Popen(
+            command, cwd=tmp_path, env=environment, stdout=subprocess.PIPE, stderr=subprocess.STDOUT
+        ) as demo:
+            try:
+                health: httpx.Response | None = None
+                deadline = time.monotonic() + 60
+                while health is None and time.monotonic() < deadline and demo.poll() is None:
+                    try:
+                        health = httpx.get(f"http://127.0.0.1:{port}/healthz", timeout=1)
+                    except httpx.TransportError:
+                        time.sleep(0.2)
+                assert health is not None and health.json() == {"status": "ok"}
+            finally:
+                demo.terminate()
+                output = demo.communicate(timeout=30)[0].decode()
+        assert demo.returncode == 0, output
+        assert f"http://127.0.0.1:{port}/api/public/v1/sessions" in output
 
     def test_short_pepper_is_reported_not_replaced(
         self, unconfigured: pytest.MonkeyPatch, served: list[dict[str, Any]], cli: Cli, tmp_path: Path

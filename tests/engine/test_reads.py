@@ -73,7 +73,8 @@ def _statements(campaign: str) -> list[tuple[str, ReadStatement, dict[str, Any]]
          {**page, **entity_seek, "after_sort": 1}),
         ("locations seek unordered", records._entity_page(EntityKind.LOCATION, True, Shape.SEEK_NULL),
          {**page, **entity_seek}),
-        ("children", records._VISIBLE_CHILDREN, {"campaign_id": campaign, "ids": [f"{campaign}_l0", "absent"]}),
+        ("children", records._VISIBLE_CHILDREN,
+         {"campaign_id": campaign, "ids": [f"{campaign}_l0", "absent"], "size": 100}),
         ("by ids", records._VISIBLE_LOCATIONS_BY_ID, {"campaign_id": campaign, "ids": [f"{campaign}_l2"]}),
     ]
     return cases

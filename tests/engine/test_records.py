@@ -11,7 +11,7 @@ from sqlalchemy.ext.asyncio import AsyncSession
 
 from engine.cursor import MAX_OFFSET, Cursor, SortKeyValue, encode_cursor
 from engine.errors import InvalidCursor, RecordNotFound
-from engine.pagination import Page
+from engine.pagination import MAX_LIMIT, Page
 from engine.records import (
     CampaignScope,
     EntityKind,
@@ -742,7 +742,7 @@ class TestLocationBatches:
 
     async def test_children_are_visible_only_in_list_order(self, db: AsyncSession, scope: CampaignScope) -> None:
         children = await visible_children_by_parent(
-            db, scope=scope, parent_ids=["root", "secret_root", "c_zed", "foreign_root"]
+            db, scope=scope, parent_ids=["root", "secret_root", "c_zed", "foreign_root"], limit=MAX_LIMIT
         )
         assert {parent: ids(rows) for parent, rows in children.items()} == {
             "root": ["c_first", "c_alpha", "c_zed"],
@@ -751,20 +751,32 @@ class TestLocationBatches:
             "foreign_root": [],
         }
 
+    async def test_each_parent_gets_its_first_children_up_to_the_limit(
+        self, db: AsyncSession, scope: CampaignScope
+    ) -> None:
+        # The hidden child sorts first by name: the limit counts visible children only.
+        children = await visible_children_by_parent(db, scope=scope, parent_ids=["root", "secret_root"], limit=2)
+        assert {parent: ids(rows) for parent, rows in children.items()} == {
+            "root": ["c_first", "c_alpha"],
+            "secret_root": ["c_of_secret"],
+        }
+        one = await visible_children_by_parent(db, scope=scope, parent_ids=["root"], limit=1)
+        assert ids(one["root"]) == ["c_first"]
+
     async def test_children_of_another_campaign_are_not_returned(
         self, db: AsyncSession, other_scope: CampaignScope
     ) -> None:
-        children = await visible_children_by_parent(db, scope=other_scope, parent_ids=["root"])
+        children = await visible_children_by_parent(db, scope=other_scope, parent_ids=["root"], limit=MAX_LIMIT)
         assert {parent: ids(rows) for parent, rows in children.items()} == {"root": ["c_foreign"]}
 
     async def test_rows_carry_list_fields_and_description(self, db: AsyncSession, scope: CampaignScope) -> None:
         # Nested locations of the GraphQL schema render their description from these rows.
-        children = await visible_children_by_parent(db, scope=scope, parent_ids=["root"])
+        children = await visible_children_by_parent(db, scope=scope, parent_ids=["root"], limit=MAX_LIMIT)
         parents = await visible_locations_by_id(db, scope=scope, location_ids=["root"])
         assert children["root"][0]._fields == (*ENTITY_LIST_FIELDS, "parent_id", "description")
         assert parents["root"]._fields == (*ENTITY_LIST_FIELDS, "parent_id", "description")
         assert parents["root"].description == "The whole world."
 
     async def test_parent_filter_is_exact(self, db: AsyncSession, scope: CampaignScope) -> None:
-        children = await visible_children_by_parent(db, scope=scope, parent_ids=["ROOT", "root "])
+        children = await visible_children_by_parent(db, scope=scope, parent_ids=["ROOT", "root "], limit=MAX_LIMIT)
         assert children == {"ROOT": [], "root ": []}

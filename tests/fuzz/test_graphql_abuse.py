@@ -64,10 +64,14 @@ def _messages(response: httpx.Response) -> list[str]:
     return [error["message"] for error in body["errors"]]
 
 
-def _refused(response: httpx.Response) -> list[str]:
-    """A document refused before execution: no data at all, clear messages."""
+def _refused(response: httpx.Response, code: str = "GRAPHQL_VALIDATION_FAILED") -> list[str]:
+    """A document refused before execution: a 200 without a `data` key (GraphQL over
+    HTTP), clear messages, each error coded (`code` for the first)."""
     assert response.status_code == 200, response.text
-    assert response.json()["data"] is None
+    body = response.json()
+    assert "data" not in body, body
+    assert body["errors"][0]["extensions"]["code"] == code, body
+    assert all(isinstance(error["extensions"]["code"], str) for error in body["errors"]), body
     return _messages(response)
 
 
@@ -81,7 +85,7 @@ def _nested(field: str, levels: int, leaf: str = "id") -> str:
 class TestDocumentSize:
     async def test_deep_nesting(self, closed: httpx.AsyncClient) -> None:
         query = f"{{ locations {{ data {{ {_nested('parent', 40)} }} }} }}"
-        assert _refused(await _post(closed, {"query": query})) == [
+        assert _refused(await _post(closed, {"query": query}), "QUERY_TOO_DEEP") == [
             f"'anonymous' exceeds maximum operation depth of {MAX_DEPTH}"
         ]
 
@@ -91,14 +95,16 @@ class TestDocumentSize:
         )
         last = f"fragment P{MAX_DEPTH + 2} on Location {{ id }}"
         query = f"query Deep {{ locations {{ data {{ ...P0 }} }} }}\n{fragments}\n{last}"
-        assert _refused(await _post(closed, {"query": query})) == [
+        assert _refused(await _post(closed, {"query": query}), "QUERY_TOO_DEEP") == [
             f"'Deep' exceeds maximum operation depth of {MAX_DEPTH}"
         ]
 
     async def test_alias_flood(self, closed: httpx.AsyncClient) -> None:
         count = 300  # about 900 tokens: within the token limit, so the alias rule answers
         query = "{ " + " ".join(f"a{n}: __typename" for n in range(count)) + " }"
-        assert _refused(await _post(closed, {"query": query})) == [f"{count} aliases found. Allowed: {MAX_ALIASES}"]
+        assert _refused(await _post(closed, {"query": query}), "TOO_MANY_ALIASES") == [
+            f"{count} aliases found. Allowed: {MAX_ALIASES}"
+        ]
 
     async def test_alias_flood_through_fragments(self, closed: httpx.AsyncClient) -> None:
         # Each fragment holds one alias and spreads the next twice: 2**25 aliases counted.
@@ -107,7 +113,7 @@ class TestDocumentSize:
             f"fragment F{n} on Query {{ a: __typename ...F{n + 1} ...F{n + 1} }}" for n in range(levels)
         )
         query = f"{{ ...F0 }}\n{fragments}\nfragment F{levels} on Query {{ __typename }}"
-        messages = _refused(await _post(closed, {"query": query}))
+        messages = _refused(await _post(closed, {"query": query}), "TOO_MANY_ALIASES")
         assert messages == [f"{2**levels - 1} aliases found. Allowed: {MAX_ALIASES}"]
 
     async def test_exponential_fragment_spreads_are_measured_in_linear_time(self, closed: httpx.AsyncClient) -> None:
@@ -126,7 +132,7 @@ class TestDocumentSize:
 
     async def test_token_limit(self, closed: httpx.AsyncClient) -> None:
         query = "{ " + " ".join("__typename" for _ in range(MAX_TOKENS + 10)) + " }"
-        assert _refused(await _post(closed, {"query": query})) == [
+        assert _refused(await _post(closed, {"query": query}), "GRAPHQL_PARSE_FAILED") == [
             f"Syntax Error: Document contains more than {MAX_TOKENS} tokens. Parsing aborted."
         ]
 
@@ -151,7 +157,7 @@ class TestDocumentSize:
         assert messages[0] == "The directive '@include' can only be used once at this location."
 
     async def test_unbalanced_braces(self, closed: httpx.AsyncClient) -> None:
-        messages = _refused(await _post(closed, {"query": "{" * 1500}))
+        messages = _refused(await _post(closed, {"query": "{" * 1500}), "GRAPHQL_PARSE_FAILED")
         assert messages[0].startswith("Syntax Error:")
 
     async def test_body_over_64_kib_is_413(self, closed: httpx.AsyncClient) -> None:

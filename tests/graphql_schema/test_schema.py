@@ -19,6 +19,7 @@ from strawberry.types import ExecutionResult
 
 from engine.cursor import Cursor, encode_cursor
 from engine.db import Database
+from engine.pagination import MAX_LIMIT
 from engine.records import CampaignScope
 from engine.settings import Settings
 from engine.tables import Character, Faction, Item, Location, WikiEntityColumns
@@ -347,7 +348,9 @@ class TestSummaryGmContent:
             f'{single}(id: "e_{plural}") {{ descriptionMarkdown descriptionText }}'
             for plural, single, _ in ENTITY_FIELDS_BY_TYPE
         )
-        lists = " ".join(f"{plural} {{ data {{ descriptionMarkdown }} }}" for plural, _, _ in ENTITY_FIELDS_BY_TYPE)
+        lists = " ".join(
+            f"{plural}(limit: 5) {{ data {{ descriptionMarkdown }} }}" for plural, _, _ in ENTITY_FIELDS_BY_TYPE
+        )
         result = await run(db, campaign_id, f"{{ {query} {lists} }}")
         assert result.errors is None
         assert result.data is not None
@@ -521,6 +524,57 @@ class TestLocationHierarchy:
         assert nested.data == {"location": {"children": [{"descriptionMarkdown": PUBLIC_SUMMARY}]}}
 
 
+class TestChildren:
+    @pytest.fixture
+    async def parent_with_children(self, db: AsyncSession) -> tuple[str, list[str]]:
+        campaign_id = (await add_campaign(db)).id
+        await add_entity(db, campaign_id=campaign_id, entity_id="root", name="Root")
+        children = [f"c_{index:03}" for index in range(MAX_LIMIT + 2)]
+        for child in children:
+            await add_entity(db, campaign_id=campaign_id, entity_id=child, name=child, parent_id="root")
+        return campaign_id, children
+
+    async def test_default_is_the_first_hundred(
+        self, db: AsyncSession, parent_with_children: tuple[str, list[str]]
+    ) -> None:
+        campaign_id, children = parent_with_children
+        result = await run(db, campaign_id, '{ location(id: "root") { children { id } } }')
+        assert result.errors is None
+        assert result.data == {"location": {"children": [{"id": child} for child in children[:MAX_LIMIT]]}}
+
+    async def test_limit_and_aliases_with_different_limits(
+        self, db: AsyncSession, parent_with_children: tuple[str, list[str]]
+    ) -> None:
+        campaign_id, children = parent_with_children
+        with recorded_statements(db) as statements:
+            result = await run(
+                db,
+                campaign_id,
+                '{ locations(limit: 3) { data { id two: children(limit: 2) { id } one: children(limit: 1) { id } } } '
+                ' location(id: "root") { many: children(limit: 1000) { id } } }',
+            )
+        assert result.errors is None
+        assert result.data is not None
+        rows: list[dict[str, Any]] = result.data["locations"]["data"]
+        # "Root" sorts before "c_000" (binary order); the children come in list order.
+        first, second = ({"id": child} for child in children[:2])
+        assert rows[0] == {"id": "root", "two": [first, second], "one": [first]}
+        assert rows[1] == {"id": children[0], "two": [], "one": []}
+        assert len(result.data["location"]["many"]) == MAX_LIMIT
+        # The page, then one query per distinct limit (each batched over its parents).
+        assert len([statement for statement in statements if "child_rank" in statement]) == 3
+
+    async def test_limit_below_one_is_an_error(
+        self, db: AsyncSession, parent_with_children: tuple[str, list[str]]
+    ) -> None:
+        campaign_id, _ = parent_with_children
+        result = await run(db, campaign_id, '{ location(id: "root") { id children(limit: 0) { id } } }')
+        assert result.data == {"location": None}
+        assert [(error["message"], error["extensions"]) for error in errors_of(result)] == [
+            ("limit must be a positive integer", {"code": "INVALID_LIMIT"})
+        ]
+
+
 class TestDataLoaders:
     async def test_children_of_a_page_are_one_query(self, db: AsyncSession, campaign_id: str) -> None:
         for index in range(20):
@@ -581,7 +635,9 @@ class TestDataLoaders:
             await add_entity(db, campaign_id=campaign_id, entity_id=f"c_{index}", parent_id=f"b_{index}", sort_order=3)
         with recorded_statements(db) as statements:
             result = await run(
-                db, campaign_id, "{ locations(limit: 5) { data { id children { id children { id } } } } }"
+                db,
+                campaign_id,
+                "{ locations(limit: 5) { data { id children(limit: 5) { id children(limit: 5) { id } } } } }",
             )
         assert result.data == {
             "locations": {
@@ -752,10 +808,11 @@ class TestInvalidArguments:
 class TestDocumentLimits:
     @staticmethod
     def nested_children(levels: int) -> str:
-        """location { children { children { ... { id } } } } with `levels` children fields."""
+        """location { children { children { ... { id } } } } with `levels` children fields
+        (one child each: nested lists multiply the cost)."""
         selection = "id"
         for _ in range(levels):
-            selection = f"children {{ {selection} }}"
+            selection = f"children(limit: 1) {{ {selection} }}"
         return f'{{ location(id: "root") {{ {selection} }} }}'
 
     async def test_depth_at_the_limit_runs(self, db: AsyncSession, campaign_id: str) -> None:
@@ -770,8 +827,8 @@ class TestDocumentLimits:
         with recorded_statements(db) as statements:
             result = await run(db, campaign_id, self.nested_children(MAX_DEPTH))
         assert result.data is None
-        assert [error["message"] for error in errors_of(result)] == [
-            f"'anonymous' exceeds maximum operation depth of {MAX_DEPTH}"
+        assert [(error["message"], error["extensions"]) for error in errors_of(result)] == [
+            (f"'anonymous' exceeds maximum operation depth of {MAX_DEPTH}", {"code": "QUERY_TOO_DEEP"})
         ]
         assert statements == []
 
@@ -786,7 +843,12 @@ class TestDocumentLimits:
         with recorded_statements(db) as statements:
             result = await run(db, campaign_id, query)
         assert result.data is None
-        assert errors_of(result) == [{"message": f"{MAX_ALIASES + 1} aliases found. Allowed: {MAX_ALIASES}"}]
+        assert errors_of(result) == [
+            {
+                "message": f"{MAX_ALIASES + 1} aliases found. Allowed: {MAX_ALIASES}",
+                "extensions": {"code": "TOO_MANY_ALIASES"},
+            }
+        ]
         assert statements == []
 
 

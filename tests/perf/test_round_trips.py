@@ -64,7 +64,11 @@ DEFAULT_KEY_CACHE_S = Settings.model_fields["key_cache_s"].default
 # Roots of the location trees; each root has 3 towns of 3 streets (13 locations a root).
 SMALL_ROOTS, LARGE_ROOTS = 3, 6
 FANOUT = 3
-NESTED_LOCATIONS = "{ locations(limit: 100) { data { id children { id children { id } } parent { id } } } }"
+# Children limited to the fan-out: within the cost budget, and one loader (one limit) for
+# both levels, so the grandchildren's batch is all cache hits.
+NESTED_LOCATIONS = (
+    "{ locations(limit: 100) { data { id children(limit: 3) { id children(limit: 3) { id } } parent { id } } } }"
+)
 # Transaction control and per-connection set-up, should a driver send them as statements.
 SQL_NOISE = ("PRAGMA", "BEGIN", "COMMIT", "ROLLBACK", "SAVEPOINT", "RELEASE")
 

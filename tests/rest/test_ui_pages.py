@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import hashlib
 import re
 from collections.abc import AsyncIterator
 from pathlib import Path
@@ -14,10 +15,13 @@ from rest import ui_assets
 from rest.app import create_app
 from rest.docs_page import docs_page
 from rest.graphiql import graphiql_page
-from rest.ui_assets import GRAPHIQL_ASSETS, SWAGGER_UI_ASSETS, missing_assets
+from rest.ui_assets import GRAPHIQL_ASSETS, SWAGGER_UI_ASSETS, href, missing_assets
 from tests.services import running_in_ci
 
 LINKED = re.compile(r'(?:src|href)="([^"]*)"')
+# static/vendor/<the file's sha256, 16 hex digits>/<its path in rest/static/vendor>
+VERSIONED = re.compile(r"static/vendor/[0-9a-f]{16}/[\w./-]+")
+IMMUTABLE = "public, max-age=31536000, immutable"
 
 
 def _require_assets() -> None:
@@ -49,8 +53,8 @@ class TestPagesWithAssets:
         _require_assets()
         html = page()  # type: ignore[operator]
         links = LINKED.findall(html)
-        assert any(link.startswith("static/vendor/") for link in links)
-        assert all(link.startswith("static/vendor/") or link == "data:," for link in links), links
+        assert any(VERSIONED.fullmatch(link) for link in links)
+        assert all(VERSIONED.fullmatch(link) or link == "data:," for link in links), links
         assert "https://" not in html and "http://" not in html
 
     def test_graphiql_opens_with_the_bearer_header_and_an_example(self) -> None:
@@ -66,23 +70,51 @@ class TestPagesWithAssets:
         assert r.status_code == 200
         assert r.headers["content-type"].startswith("text/html")
         assert r.headers["x-content-type-options"] == "nosniff"
-        assert "static/vendor/swagger-ui/swagger-ui-bundle.js" in r.text
+        assert href("swagger-ui/swagger-ui-bundle.js") in r.text
         assert '"validatorUrl": null' in r.text
         r = await client.get("/redoc")
         assert (r.status_code, r.json()) == (404, {"error": "Not found"})
 
-    async def test_assets_are_served_with_the_security_headers(self, client: httpx.AsyncClient) -> None:
+    async def test_assets_are_served_immutable_under_their_digest(self, client: httpx.AsyncClient) -> None:
         _require_assets()
-        r = await client.get("/static/vendor/graphiql/graphiql.min.js")
-        assert r.status_code == 200
-        assert "javascript" in r.headers["content-type"]
+        asset = "graphiql/graphiql.min.js"
+        content = (ui_assets.VENDOR_DIR / asset).read_bytes()
+        url = "/" + href(asset)
+        assert url == f"/static/vendor/{hashlib.sha256(content).hexdigest()[:16]}/{asset}"
+        r = await client.get(url, headers={"Accept-Encoding": "identity"})
+        assert (r.status_code, r.content) == (200, content)
+        assert r.headers["content-type"] == "text/javascript; charset=utf-8"
         assert r.headers["x-content-type-options"] == "nosniff"
+        assert r.headers.get_list("cache-control") == [IMMUTABLE]
+        assert r.headers["vary"] == "Accept-Encoding" and "content-encoding" not in r.headers
+        # The pages themselves are never stored.
+        page = await client.get("/docs")
+        assert page.headers.get_list("cache-control") == ["no-store"]
 
-    async def test_an_absent_asset_is_the_json_404(self, client: httpx.AsyncClient) -> None:
-        r = await client.get("/static/vendor/graphiql/graphiql.min.js.map")
+    async def test_gzip_is_made_once_and_served_to_who_asks(self, client: httpx.AsyncClient) -> None:
+        _require_assets()
+        url = "/" + href("swagger-ui/swagger-ui.css")
+        raw = await client.get(url, headers={"Accept-Encoding": "gzip"})
+        assert raw.headers["content-encoding"] == "gzip"
+        assert raw.content == (ui_assets.VENDOR_DIR / "swagger-ui/swagger-ui.css").read_bytes()  # httpx decodes
+        assert int(raw.headers["content-length"]) < len(raw.content) / 4
+
+    @pytest.mark.parametrize(
+        "path",
+        [
+            "/static/vendor/graphiql/graphiql.min.js",  # unversioned
+            "/static/vendor/0000000000000000/graphiql/graphiql.min.js",  # another digest
+            "/static/vendor/{digest}/graphiql//graphiql.min.js",  # another spelling
+            "/static/vendor/{digest}/../../app.py",
+            "/static/vendor/{digest}/graphiql/graphiql.min.js.map",  # not installed
+        ],
+    )
+    async def test_any_other_url_is_the_json_404(self, client: httpx.AsyncClient, path: str) -> None:
+        _require_assets()
+        digest = href("graphiql/graphiql.min.js").split("/")[2]
+        r = await client.get(path.format(digest=digest))
         assert (r.status_code, r.json()) == (404, {"error": "Not found"})
-        r = await client.get("/static/vendor/../app.py")
-        assert (r.status_code, r.json()) == (404, {"error": "Not found"})
+        assert r.headers.get_list("cache-control") == ["no-store"]
 
 
 @pytest.mark.usefixtures("no_assets")

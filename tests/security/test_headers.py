@@ -3,7 +3,8 @@
 Every response, whatever produced it (an endpoint, the error table, the router, the
 limiter, the GraphiQL page, an unexpected exception), says `X-Content-Type-Options:
 nosniff` and `Cache-Control: no-store`: bodies are per-key data and must not be sniffed
-into something else or kept by shared caches.
+into something else or kept by shared caches. The one exception, the public UI files
+under versioned URLs, is checked in tests/rest/test_ui_pages.py.
 """
 
 from __future__ import annotations

@@ -175,8 +175,8 @@ class TestGraphqlRecords:
 async def test_location_links_never_lead_out_of_the_visible_campaign(client: httpx.AsyncClient, world: World) -> None:
     """`parent` of a location whose parent is hidden or foreign is null; `children` holds
     visible children only, at any depth reachable from a visible record."""
-    query = """{ locations(limit: 100) { data { id parentId parent { id name } children { id name }
-                 parent2: parent { children { id } } } } }"""
+    query = """{ locations(limit: 100) { data { id parentId parent { id name } children(limit: 10) { id name }
+                 parent2: parent { children(limit: 10) { id } } } } }"""
     response = await _graphql(client, query)
     body = response.json()
     assert "errors" not in body

@@ -72,8 +72,9 @@ async def test_stored_urls_are_never_dereferenced(world: World, listener: socket
         assert record["image_url"] == f"{url}/location.png"
         assert f"{url}/image.png" in record["description_markdown"]
         query = (
-            "{ locations { data { imageUrl icon descriptionMarkdown descriptionText parent { id } children { id } } }"
-            " sessions { data { summaryMarkdown summaryText } } characters { data { descriptionMarkdown } } }"
+            "{ locations(limit: 10) { data { imageUrl icon descriptionMarkdown descriptionText parent { id }"
+            " children(limit: 10) { id } } } sessions(limit: 10) { data { summaryMarkdown summaryText } }"
+            " characters(limit: 10) { data { descriptionMarkdown } } }"
         )
         graphql = await client.post("/graphql", json={"query": query}, headers=auth)
         assert graphql.status_code == 200 and "errors" not in graphql.json()
