@@ -14,6 +14,7 @@ import json
 import signal
 import socket
 import sys
+import time
 from collections.abc import Awaitable, Callable, Sequence
 from datetime import datetime
 from pathlib import Path
@@ -31,17 +32,27 @@ from engine.http_protocol import BoundedHttpToolsProtocol
 from engine.importer import ImportSummary, import_campaign_export
 from engine.keys import create_api_key, list_api_keys, revoke_api_key
 from engine.migrations import upgrade_database
-from engine.preflight import configuration_problems, describe_database_error, redacted_database_url, run_checks
+from engine.preflight import (
+    configuration_problems,
+    describe_database_error,
+    redacted_database_url,
+    run_checks,
+    serving_refusal,
+)
+from engine.record_writer import WriteProgress
 from engine.settings import Settings
 from engine.tables import ApiKey, Campaign, User
+from engine.upgrade import upgrade_renderings
 
 EXIT_OK = 0
 EXIT_FAILURE = 1
 EXIT_USAGE = 2
 EXIT_INTERRUPTED = 130
 APP_FACTORY = "rest.app:create_app"
-# Below this size an import finishes before a progress line would be worth reading.
-LARGE_EXPORT_BYTES = 16 * 1024 * 1024
+# Work that ends sooner shows no progress; after, a line this often to a file or pipe (a
+# terminal gets one line rewritten in place).
+PROGRESS_AFTER_S = 3.0
+PROGRESS_EVERY_S = 10.0
 
 T = TypeVar("T")
 Command = Callable[[argparse.Namespace, Settings], int]
@@ -84,10 +95,27 @@ def build_parser() -> argparse.ArgumentParser:
     commands = parser.add_subparsers(title="commands", required=True, metavar="COMMAND")
 
     db = commands.add_parser("db", help="database schema").add_subparsers(required=True, metavar="ACTION")
-    db.add_parser("upgrade", help="apply the migrations to DATABASE_URL").set_defaults(command=db_upgrade)
+    db.add_parser(
+        "upgrade",
+        help="apply the migrations to DATABASE_URL, then render again every record an older Markdown renderer "
+        "(or none) rendered; the server refuses to start until this has run",
+    ).set_defaults(command=db_upgrade)
 
-    load = commands.add_parser("import", help="load a campaign export (upsert by id, all or nothing)")
+    load = commands.add_parser(
+        "import",
+        help="load a campaign export (upsert by id, all or nothing); prints created / updated / unchanged / "
+        "deleted per type",
+        description="Load a campaign export in one transaction. Records equal to their stored rows are left "
+        "alone; changed Markdown is rendered once, on every core. The change feed records what clients can "
+        "see change.",
+    )
     load.add_argument("file", type=Path, metavar="FILE")
+    load.add_argument(
+        "--replace",
+        action="store_true",
+        help="the file is the whole state of each campaign in its `campaigns` array: their sessions, locations, "
+        "characters, factions and items that it lacks are deleted (in the same transaction)",
+    )
     load.set_defaults(command=import_export)
 
     keys = commands.add_parser("keys", help="API keys").add_subparsers(required=True, metavar="ACTION")
@@ -109,7 +137,9 @@ def build_parser() -> argparse.ArgumentParser:
     serve_parser.add_argument("--workers", type=_positive_int, default=1, metavar="N")
     serve_parser.set_defaults(command=serve)
 
-    commands.add_parser("check", help="check database, Redis and pepper").set_defaults(command=check)
+    commands.add_parser(
+        "check", help="check database (migrations, stale renderings), Redis and pepper"
+    ).set_defaults(command=check)
 
     demo_parser = commands.add_parser("demo", help="set up a local demo with no configuration, then serve")
     _add_address_arguments(demo_parser)
@@ -119,7 +149,14 @@ def build_parser() -> argparse.ArgumentParser:
 
 def db_upgrade(_args: argparse.Namespace, settings: Settings) -> int:
     upgrade_database(settings.database_url)
+    progress = _ProgressLine(sys.stderr, noun="records rendered again")
+    try:
+        rendered = _run_in_session(settings, lambda db: upgrade_renderings(db, progress=progress))
+    finally:
+        progress.finish()
     print(f"database {redacted_database_url(settings)} is at the latest revision")
+    if rendered.records:
+        print(f"rendered {rendered.records:,} records again ({rendered.bytes / 1e6:,.1f} MB of Markdown)")
     return EXIT_OK
 
 
@@ -127,12 +164,14 @@ def import_export(args: argparse.Namespace, settings: Settings) -> int:
     source: Path = args.file
     if not source.is_file():
         raise CommandError(f"cannot read {source}: no such file")
-    progress = _ProgressLine(sys.stderr) if _shows_progress(source) else None
+    progress = _ProgressLine(sys.stderr, noun="records imported")
     try:
-        summary = _run_in_session(settings, lambda db: import_campaign_export(db, source=source, progress=progress))
+        summary = _run_in_session(
+            settings,
+            lambda db: import_campaign_export(db, source=source, progress=progress, replace=args.replace),
+        )
     finally:
-        if progress is not None:
-            progress.finish()
+        progress.finish()
     print(f"imported {source}")
     print(_format_summary(summary))
     return EXIT_OK
@@ -195,6 +234,11 @@ def _run_server(
             "memory, multiplying every limit by the number of workers",
             exit_code=EXIT_USAGE,
         )
+    # Not on a database that misses a migration or holds stale renderings (text a newer
+    # renderer removes may be in them).
+    refusal = asyncio.run(serving_refusal(settings))
+    if refusal is not None:
+        raise CommandError(f"not serving: {refusal}")
     # After draining, uvicorn re-raises the SIGTERM that stopped it, so the default action
     # would end the process "killed by SIGTERM" (status 143). A requested stop that
     # completed gracefully is a success for a supervisor: exit 0.
@@ -292,30 +336,48 @@ def _run_in_session(settings: Settings, work: Callable[[AsyncSession], Awaitable
 
 
 class _ProgressLine:
-    """A counter rewritten in place on a terminal while a long import runs."""
+    """How far a long import or re-rendering has come, with its throughput, once it has run
+    PROGRESS_AFTER_S: rewritten in place on a terminal, a line every PROGRESS_EVERY_S
+    otherwise (a log)."""
 
-    def __init__(self, stream: TextIO) -> None:
+    def __init__(self, stream: TextIO, *, noun: str) -> None:
         self.stream = stream
-        self.shown = False
+        self.noun = noun
+        self.in_place = stream.isatty()
+        self.shown_at: float | None = None
 
-    def __call__(self, written: int) -> None:
-        self.stream.write(f"\rimported {written:,} records")
+    def __call__(self, progress: WriteProgress) -> None:
+        now = time.monotonic()
+        if progress.elapsed_s < PROGRESS_AFTER_S:
+            return
+        if not self.in_place and self.shown_at is not None and now - self.shown_at < PROGRESS_EVERY_S:
+            return
+        elapsed = max(progress.elapsed_s, 1e-6)
+        line = (
+            f"{progress.records:,} {self.noun} ({progress.records / elapsed:,.0f}/s); "
+            f"rendered {progress.rendered_records:,} ({progress.rendered_bytes / 1e6:,.1f} MB of Markdown, "
+            f"{progress.rendered_bytes / 1e6 / elapsed:,.2f} MB/s) in {progress.elapsed_s:,.0f} s"
+        )
+        self.stream.write(f"\r{line}" if self.in_place else f"{line}\n")
         self.stream.flush()
-        self.shown = True
+        self.shown_at = now
 
     def finish(self) -> None:
-        if self.shown:
+        if self.in_place and self.shown_at is not None:
             self.stream.write("\n")
             self.stream.flush()
 
 
-def _shows_progress(source: Path) -> bool:
-    return sys.stderr.isatty() and source.stat().st_size >= LARGE_EXPORT_BYTES
-
-
 def _format_summary(summary: ImportSummary) -> str:
-    rows = [[array, str(count.created), str(count.updated)] for array, count in summary.counts.items()]
-    return _format_table(("RECORDS", "CREATED", "UPDATED"), rows)
+    rows = [
+        [array, str(count.created), str(count.updated), str(count.unchanged), str(count.deleted)]
+        for array, count in summary.counts.items()
+    ]
+    table = _format_table(("RECORDS", "CREATED", "UPDATED", "UNCHANGED", "DELETED"), rows)
+    rendered = f"rendered {summary.rendered_records:,} records ({summary.rendered_bytes / 1e6:,.1f} MB of Markdown)"
+    if summary.rerendered_records:
+        rendered += f"; {summary.rerendered_records:,} records of an older renderer rendered again"
+    return f"{table}\n{rendered}"
 
 
 def _key_listing(key: ApiKey) -> dict[str, str | None]:

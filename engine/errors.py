@@ -14,6 +14,7 @@ class ErrorCode(StrEnum):
     FETCH_FAILED = "FETCH_FAILED"
     UNAVAILABLE = "UNAVAILABLE"
     INVALID_EXPORT = "INVALID_EXPORT"
+    NEWER_RENDERER = "NEWER_RENDERER"
 
 
 class DomainError(Exception):
@@ -62,3 +63,10 @@ class InvalidExport(DomainError):
     """
 
     code = ErrorCode.INVALID_EXPORT
+
+
+class NewerRenderer(DomainError):
+    """The database holds renderings of a newer Markdown renderer than this code's: writing
+    to it would render them again with the older one (engine/renderings.py)."""
+
+    code = ErrorCode.NEWER_RENDERER

@@ -8,7 +8,6 @@ functions: no I/O, no web framework.
 
 from __future__ import annotations
 
-import functools
 import re
 from collections.abc import Mapping
 from dataclasses import dataclass
@@ -23,10 +22,13 @@ from mdformat.renderer.typing import Postprocess, Render
 from engine.markdown_regions import GM_CONTAINER_OPENER
 from engine.markdown_rules import gm_stripping_plugin
 
+# Stored with every rendering (engine/renderings.py): a higher version than a row's means
+# its stored output may hold text this renderer removes, so it is rendered again.
+RENDERER_VERSION = "1"
+
 # mdformat output is not always a fixed point of mdformat at once (raw HTML left behind
 # by a removed comment may read as Markdown the second time); a few more passes settle it.
 _MAX_NORMALIZATION_PASSES = 4
-_CACHE_SIZE = 4096
 _DOUBLE_PERCENT = re.compile("%(?=%)")
 
 
@@ -42,10 +44,13 @@ _EMPTY = PublicMarkdown("", "")
 
 
 def render_public(raw: str | None) -> PublicMarkdown:
-    """The public Markdown and text of a stored summary or description (memoized)."""
+    """The public Markdown and text of a stored summary or description."""
     if not raw:
         return _EMPTY
-    return _render_cached(raw)
+    markdown = strip_gm_content(raw)
+    if not markdown:
+        return _EMPTY
+    return PublicMarkdown(markdown, markdown_to_text(markdown))
 
 
 def strip_gm_content(raw: str) -> str:
@@ -66,22 +71,6 @@ def markdown_to_text(markdown: str) -> str:
     so even a caller passing stored Markdown directly gets no GM-only text back.
     """
     return _render(_TEXT_MD, markdown)
-
-
-# -- memoization ---------------------------------------------------------------------------
-
-
-# Keyed by the raw text itself, so content-addressed: a dict lookup hashes it and then
-# compares it with the stored text, so a hit is never another text's result. Python keeps
-# a string's hash on the object, so the two fields of one record (markdown and text) hash
-# it once; a sha256 digest as the key cost 12 us per 20 KB per field, and the entry held
-# the raw text anyway.
-@functools.lru_cache(maxsize=_CACHE_SIZE)
-def _render_cached(raw: str) -> PublicMarkdown:
-    markdown = strip_gm_content(raw)
-    if not markdown:
-        return _EMPTY
-    return PublicMarkdown(markdown, markdown_to_text(markdown))
 
 
 # -- mdformat renderer plugins -------------------------------------------------------------

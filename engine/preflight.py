@@ -16,9 +16,10 @@ from redis.exceptions import RedisError
 from sqlalchemy.engine import make_url
 from sqlalchemy.exc import ArgumentError, DBAPIError, SQLAlchemyError
 
-from engine.db import Database
+from engine.db import Database, ReadFailed
 from engine.limiter_redis import InvalidRedisUrl, check_redis_url, describe_redis_error, limiter_redis
 from engine.migrations import alembic_config
+from engine.renderings import count_stale_renderings, describe_stale
 from engine.settings import MIN_PEPPER_LENGTH, Settings
 
 # What settings.normalize_database_url makes of the URLs the service supports.
@@ -29,10 +30,15 @@ SUPPORTED_DATABASE_DRIVERS = ("postgresql+psycopg", "sqlite+aiosqlite")
 class CheckResult:
     ok: bool
     message: str
+    # A problem the server must not start with (an outage is not one: it may pass).
+    refuses_serving: bool = False
 
 
 async def run_checks(settings: Settings) -> list[CheckResult]:
-    return [await check_database(settings), await check_redis(settings), check_pepper(settings)]
+    database = await check_database(settings)
+    # Stale renderings can only be counted in a database migrated to head.
+    renderings = [await check_renderings(settings)] if database.ok else []
+    return [database, *renderings, await check_redis(settings), check_pepper(settings)]
 
 
 def configuration_problems(settings: Settings) -> list[str]:
@@ -97,9 +103,40 @@ async def check_database(settings: Settings) -> CheckResult:
     if current != heads:
         at = ", ".join(sorted(current)) or "no revision"
         return CheckResult(
-            False, f"{where}: at {at}, head is {', '.join(sorted(heads))} (run `campaign-api db upgrade`)"
+            False,
+            f"{where}: at {at}, head is {', '.join(sorted(heads))} (run `campaign-api db upgrade`)",
+            refuses_serving=True,
         )
     return CheckResult(True, f"{where}: reachable, migrated to head ({', '.join(sorted(heads))})")
+
+
+async def serving_refusal(settings: Settings) -> str | None:
+    """Why the server must not start on this database (not migrated to head, or holding
+    stale renderings), or None. An unreachable database is no reason: the server answers
+    an outage as it answers one that begins later."""
+    database = await check_database(settings)
+    if database.refuses_serving:
+        return database.message
+    if database.ok:
+        renderings = await check_renderings(settings)
+        if renderings.refuses_serving:
+            return renderings.message
+    return None
+
+
+async def check_renderings(settings: Settings) -> CheckResult:
+    """Stored renderings of an older renderer (run once the database is at head)."""
+    database = Database(settings)
+    try:
+        async with database.reader() as reader:
+            stale = await count_stale_renderings(reader)
+    except ReadFailed as exc:
+        return CheckResult(False, f"stored renderings: cannot be counted ({exc})")
+    finally:
+        await database.dispose()
+    if stale:
+        return CheckResult(False, describe_stale(stale), refuses_serving=True)
+    return CheckResult(True, "stored renderings: all from the current Markdown renderer")
 
 
 async def check_redis(settings: Settings) -> CheckResult:

@@ -5,10 +5,15 @@ SQLite and PostgreSQL) and fetches `limit + 1` rows to know whether another page
 A cursor that carries the last row's sort key is answered by seeking past that key, so
 deep pages cost the same as the first; a bare-offset cursor falls back to OFFSET.
 Database failures become `FetchFailed`; callers never see driver exceptions.
+
+Summaries and descriptions are read as stored: public Markdown and text rendered when the
+record was written (engine/record_writer.py), never rendered here. A row rendered by an
+older renderer than this code's is refused (engine/renderings.py).
 """
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
@@ -22,11 +27,14 @@ from engine.cursor import Cursor, SortKeyValue, decode_cursor, encode_cursor
 from engine.db import Reader, ReadFailed, fetch
 from engine.errors import FetchFailed, InvalidCursor, RecordNotFound
 from engine.pagination import Page, clamp_limit
+from engine.rendering import CURRENT_RENDERER
 from engine.statements import ReadStatement
 from engine.tables import Character, Faction, Item, Location, Session, WikiEntityColumns
 
 # Rows have attribute access by column name (named tuples or SQLAlchemy rows).
 Row = Any
+
+logger = logging.getLogger("campaign_api.records")
 
 PUBLIC = "public"
 SESSION_NOT_FOUND = "Session not found"
@@ -89,12 +97,20 @@ def _entity_list_columns(kind: EntityKind) -> list[Any]:
 
 
 async def _fetch(
-    db: Reader, statement: ReadStatement, parameters: Mapping[str, Any], *, failure: str
+    db: Reader, statement: ReadStatement, parameters: Mapping[str, Any], *, failure: str, rendered: bool = False
 ) -> Sequence[Row]:
+    """The rows of `statement`; with `rendered`, rows holding a stored rendering, which
+    must come from this code's renderer or a newer one."""
     try:
-        return await fetch(db, statement, parameters)
+        rows = await fetch(db, statement, parameters)
     except ReadFailed as exc:
         raise FetchFailed(failure) from exc
+    if rendered:
+        for row in rows:
+            if row.renderer_version < CURRENT_RENDERER:
+                logger.error("refused a stale rendering (%s): run `campaign-api db upgrade`", row.id)
+                raise FetchFailed(failure)
+    return rows
 
 
 def _page(
@@ -247,8 +263,17 @@ def _after_session(undated: bool) -> list[ColumnElement[bool]]:
     ]
 
 
-def _session_columns(with_summary: bool) -> list[Any]:
-    return _session_list_columns() + ([Session.summary] if with_summary else [])
+def _detail_columns(table: Any, *, rendered: tuple[Any, Any], with_rendering: bool, with_tag: bool) -> list[Any]:
+    """The stored rendering (and the version of its renderer) and the body digest, as asked."""
+    columns = [*rendered, table.renderer_version] if with_rendering else []
+    return columns + ([table.body_digest] if with_tag else [])
+
+
+def _session_columns(with_summary: bool, with_tag: bool) -> list[Any]:
+    rendered = (Session.summary_markdown, Session.summary_text)
+    return _session_list_columns() + _detail_columns(
+        Session, rendered=rendered, with_rendering=with_summary, with_tag=with_tag
+    )
 
 
 def _session_visible() -> list[ColumnElement[bool]]:
@@ -256,9 +281,9 @@ def _session_visible() -> list[ColumnElement[bool]]:
 
 
 @cache
-def _session_page(with_summary: bool, shape: Shape) -> ReadStatement:
+def _session_page(with_summary: bool, with_tag: bool, shape: Shape) -> ReadStatement:
     return _page_statement(
-        _session_columns(with_summary),
+        _session_columns(with_summary, with_tag),
         visible=_session_visible(),
         order=_SESSION_ORDER,
         shape=shape,
@@ -267,9 +292,11 @@ def _session_page(with_summary: bool, shape: Shape) -> ReadStatement:
 
 
 @cache
-def _session_by_id(with_summary: bool) -> ReadStatement:
+def _session_by_id(with_summary: bool, with_tag: bool) -> ReadStatement:
     return ReadStatement(
-        select(*_session_columns(with_summary)).where(Session.id == bindparam("record_id"), *_session_visible())
+        select(*_session_columns(with_summary, with_tag)).where(
+            Session.id == bindparam("record_id"), *_session_visible()
+        )
     )
 
 
@@ -280,19 +307,24 @@ async def list_sessions(
     limit: int | None,
     cursor: str | None,
     with_summary: bool = False,
+    with_tag: bool = False,
 ) -> Page[Row]:
     page_size = clamp_limit(limit)
     position = _parse_cursor(cursor)
     shape, parameters = _page_start(scope, position, page_size + 1, _session_seek)
-    rows = await _fetch(db, _session_page(with_summary, shape), parameters, failure="Failed to fetch sessions")
+    statement = _session_page(with_summary, with_tag, shape)
+    rows = await _fetch(db, statement, parameters, failure="Failed to fetch sessions", rendered=with_summary)
     return _page(rows, limit=page_size, offset=position.offset, sort_key=_session_sort_key)
 
 
-async def get_session(db: Reader, *, scope: CampaignScope, session_id: str, with_summary: bool = True) -> Row:
+async def get_session(
+    db: Reader, *, scope: CampaignScope, session_id: str, with_summary: bool = True, with_tag: bool = False
+) -> Row:
     if not _is_storable_text(session_id):
         raise RecordNotFound(SESSION_NOT_FOUND)
     parameters = {"record_id": session_id, "campaign_id": scope.campaign_id}
-    rows = await _fetch(db, _session_by_id(with_summary), parameters, failure="Failed to fetch session")
+    statement = _session_by_id(with_summary, with_tag)
+    rows = await _fetch(db, statement, parameters, failure="Failed to fetch session", rendered=with_summary)
     if not rows:
         raise RecordNotFound(SESSION_NOT_FOUND)
     return rows[0]
@@ -345,14 +377,18 @@ def _visible(table: type[WikiEntityColumns]) -> list[ColumnElement[bool]]:
     return [table.campaign_id == bindparam("campaign_id"), table.hidden_from_wiki.is_(False)]  # type: ignore[list-item,attr-defined]
 
 
-def _entity_columns(kind: EntityKind, with_description: bool) -> list[Any]:
-    return _entity_list_columns(kind) + ([kind.table.description] if with_description else [])
+def _entity_columns(kind: EntityKind, with_description: bool, with_tag: bool) -> list[Any]:
+    table = kind.table
+    rendered = (table.description_markdown, table.description_text)
+    return _entity_list_columns(kind) + _detail_columns(
+        table, rendered=rendered, with_rendering=with_description, with_tag=with_tag
+    )
 
 
 @cache
-def _entity_page(kind: EntityKind, with_description: bool, shape: Shape) -> ReadStatement:
+def _entity_page(kind: EntityKind, with_description: bool, with_tag: bool, shape: Shape) -> ReadStatement:
     return _page_statement(
-        _entity_columns(kind, with_description),
+        _entity_columns(kind, with_description, with_tag),
         visible=_visible(kind.table),
         order=_ENTITY_ORDER,
         shape=shape,
@@ -361,10 +397,12 @@ def _entity_page(kind: EntityKind, with_description: bool, shape: Shape) -> Read
 
 
 @cache
-def _entity_by_id(kind: EntityKind, with_description: bool) -> ReadStatement:
+def _entity_by_id(kind: EntityKind, with_description: bool, with_tag: bool) -> ReadStatement:
     table = kind.table
     return ReadStatement(
-        select(*_entity_columns(kind, with_description)).where(table.id == bindparam("record_id"), *_visible(table))
+        select(*_entity_columns(kind, with_description, with_tag)).where(
+            table.id == bindparam("record_id"), *_visible(table)
+        )
     )
 
 
@@ -376,12 +414,13 @@ async def list_entities(
     limit: int | None,
     cursor: str | None,
     with_description: bool = False,
+    with_tag: bool = False,
 ) -> Page[Row]:
     page_size = clamp_limit(limit)
     position = _parse_cursor(cursor)
     shape, parameters = _page_start(scope, position, page_size + 1, _entity_seek)
-    statement = _entity_page(kind, with_description, shape)
-    rows = await _fetch(db, statement, parameters, failure=kind.fetch_failed_message)
+    statement = _entity_page(kind, with_description, with_tag, shape)
+    rows = await _fetch(db, statement, parameters, failure=kind.fetch_failed_message, rendered=with_description)
     return _page(rows, limit=page_size, offset=position.offset, sort_key=_entity_sort_key)
 
 
@@ -392,18 +431,20 @@ async def get_entity(
     scope: CampaignScope,
     entity_id: str,
     with_description: bool = True,
+    with_tag: bool = False,
 ) -> Row:
     if not _is_storable_text(entity_id):
         raise RecordNotFound(ENTITY_NOT_FOUND)
     parameters = {"record_id": entity_id, "campaign_id": scope.campaign_id}
-    rows = await _fetch(db, _entity_by_id(kind, with_description), parameters, failure=kind.fetch_failed_message)
+    statement = _entity_by_id(kind, with_description, with_tag)
+    rows = await _fetch(db, statement, parameters, failure=kind.fetch_failed_message, rendered=with_description)
     if not rows:
         raise RecordNotFound(ENTITY_NOT_FOUND)
     return rows[0]
 
 
-# A nested location (parent, children) may be asked for its description too.
-_NESTED_LOCATION_COLUMNS = _entity_columns(EntityKind.LOCATION, with_description=True)
+# A nested location (parent, children) may be asked for anything a location has.
+_NESTED_LOCATION_COLUMNS = _entity_columns(EntityKind.LOCATION, with_description=True, with_tag=True)
 
 _VISIBLE_LOCATIONS_BY_ID = ReadStatement(
     select(*_NESTED_LOCATION_COLUMNS).where(
@@ -411,7 +452,6 @@ _VISIBLE_LOCATIONS_BY_ID = ReadStatement(
         *_visible(Location),
     ),
 )
-
 
 
 def _visible_children() -> ReadStatement:
@@ -442,7 +482,8 @@ _VISIBLE_CHILDREN = _visible_children()
 async def visible_locations_by_id(db: Reader, *, scope: CampaignScope, location_ids: Sequence[str]) -> dict[str, Row]:
     """Visible locations among `location_ids` (for batched parent lookups)."""
     parameters = {"ids": list(location_ids), "campaign_id": scope.campaign_id}
-    rows = await _fetch(db, _VISIBLE_LOCATIONS_BY_ID, parameters, failure=EntityKind.LOCATION.fetch_failed_message)
+    failure = EntityKind.LOCATION.fetch_failed_message
+    rows = await _fetch(db, _VISIBLE_LOCATIONS_BY_ID, parameters, failure=failure, rendered=True)
     return {row.id: row for row in rows}
 
 
@@ -452,7 +493,8 @@ async def visible_children_by_parent(
     """The first `limit` visible children of each parent, in list order (for batched
     children lookups)."""
     parameters = {"ids": list(parent_ids), "campaign_id": scope.campaign_id, "size": limit}
-    rows = await _fetch(db, _VISIBLE_CHILDREN, parameters, failure=EntityKind.LOCATION.fetch_failed_message)
+    failure = EntityKind.LOCATION.fetch_failed_message
+    rows = await _fetch(db, _VISIBLE_CHILDREN, parameters, failure=failure, rendered=True)
     children: dict[str, list[Row]] = {parent_id: [] for parent_id in parent_ids}
     for row in rows:
         children[row.parent_id].append(row)

@@ -10,7 +10,7 @@ from __future__ import annotations
 from datetime import UTC, datetime
 from typing import Any
 
-from sqlalchemy import DateTime, Index, String, Text
+from sqlalchemy import BigInteger, DateTime, Index, String, Text, text
 from sqlalchemy.engine import Dialect
 from sqlalchemy.types import TypeDecorator
 from sqlmodel import Field, SQLModel
@@ -67,6 +67,31 @@ def text_column(*, nullable: bool = False, sa_type: Any = Text) -> Any:
     return Field(sa_type=sa_type, nullable=False)
 
 
+# A digest as stored: URL-safe base64 of a SHA-256, without padding.
+DIGEST_LENGTH = 43
+
+
+def derived_text_column(*, sa_type: Any = Text) -> Any:
+    """A column the write path computes from the others; empty until it has run."""
+    return Field(default="", sa_type=sa_type, nullable=False, sa_column_kwargs={"server_default": ""})
+
+
+class PublicContentColumns(SQLModel):
+    """What the write path stores beside a record's raw Markdown (engine/record_writer.py).
+
+    The public Markdown and text themselves are named after the raw column (e.g.
+    `summary_markdown`) by each table; these are the bookkeeping around them.
+    """
+
+    # Digest of the raw Markdown ("" for none): unchanged raw text is never rendered again.
+    source_digest: str = derived_text_column(sa_type=String(DIGEST_LENGTH))
+    # The renderer (engine.markdown.RENDERER_VERSION) that produced the stored rendering;
+    # 0: never rendered (a row written before rendering moved to write time).
+    renderer_version: int = Field(default=0, nullable=False, sa_column_kwargs={"server_default": text("0")})
+    # Digest of the record's single-record REST body (engine/public_body.py).
+    body_digest: str = derived_text_column(sa_type=String(DIGEST_LENGTH))
+
+
 class User(SQLModel, table=True):
     __tablename__ = "users"
 
@@ -98,7 +123,7 @@ class ApiKey(SQLModel, table=True):
     revoked_at: datetime | None = timestamp_column()
 
 
-class Session(SQLModel, table=True):
+class Session(PublicContentColumns, table=True):
     """A played session. Only visibility == "public" rows are ever returned."""
 
     __tablename__ = "sessions"
@@ -112,9 +137,11 @@ class Session(SQLModel, table=True):
     session_type: str = text_column()
     visibility: str = text_column(sa_type=String(16))
     summary: str | None = text_column(nullable=True)
+    summary_markdown: str = derived_text_column()
+    summary_text: str = derived_text_column()
 
 
-class WikiEntityColumns(SQLModel):
+class WikiEntityColumns(PublicContentColumns):
     """Columns shared by locations, characters, factions and items."""
 
     id: str = id_column(primary_key=True)
@@ -128,6 +155,8 @@ class WikiEntityColumns(SQLModel):
     description: str | None = text_column(nullable=True)
     created_at: datetime | None = timestamp_column()
     updated_at: datetime | None = timestamp_column()
+    description_markdown: str = derived_text_column()
+    description_text: str = derived_text_column()
 
 
 class Location(WikiEntityColumns, table=True):
@@ -147,6 +176,46 @@ class Faction(WikiEntityColumns, table=True):
 class Item(WikiEntityColumns, table=True):
     __tablename__ = "items"
 
+class ChangeFeedEntry(SQLModel, table=True):
+    """The latest change of one record in one campaign's change feed (contract §10.2).
+
+    One row per (record, campaign) the record was ever visible in: `upsert` while it is
+    visible there, `delete` once it no longer is. A new change of the record moves its row
+    to a new `seq`, so the feed holds each record once, at its latest change.
+    """
+
+    __tablename__ = "change_feed"
+
+    record_type: str = Field(sa_type=String(16), primary_key=True)
+    record_id: str = Field(sa_type=ID_TYPE, primary_key=True)
+    campaign_id: str = Field(
+        sa_type=ID_TYPE, foreign_key="campaigns.id", ondelete="CASCADE", primary_key=True, nullable=False
+    )
+    # Per campaign: a campaign's feed numbers only its own changes (see ChangeFeedHead).
+    seq: int = Field(sa_type=BigInteger, nullable=False)
+    change: str = Field(sa_type=String(8), nullable=False)
+    changed_at: datetime = timestamp_column(nullable=False)
+    # The single-record body digest the entry announced (upsert), None for a delete.
+    body_digest: str | None = Field(default=None, sa_type=String(DIGEST_LENGTH), nullable=True)
+
+
+class ChangeFeedHead(SQLModel, table=True):
+    """Where each campaign's feed stands: its last sequence number and change time.
+
+    Sequence numbers are counted per campaign, so a feed cursor tells nothing about the
+    activity of other campaigns; the row is updated in the writing transaction, so the
+    numbers a rolled-back import took are taken again by the next one.
+    """
+
+    __tablename__ = "change_feed_heads"
+
+    campaign_id: str = Field(
+        sa_type=ID_TYPE, foreign_key="campaigns.id", ondelete="CASCADE", primary_key=True, nullable=False
+    )
+    last_seq: int = Field(sa_type=BigInteger, nullable=False)
+    last_changed_at: datetime = timestamp_column(nullable=False)
+
+
 WikiEntity = Location | Character | Faction | Item
 WIKI_ENTITY_TABLES: tuple[type[WikiEntityColumns], ...] = (Location, Character, Faction, Item)
 
@@ -158,6 +227,10 @@ Index(
     Session.recording_date.desc().nulls_last(),  # type: ignore[union-attr]
     Session.id,  # type: ignore[arg-type]
 )
+Index("ux_change_feed_campaign_seq", ChangeFeedEntry.campaign_id, ChangeFeedEntry.seq, unique=True)  # type: ignore[arg-type]
+for _table in (Session, *WIKI_ENTITY_TABLES):
+    # Finds stale renderings without reading the table (engine/renderings.py).
+    Index(f"ix_{_table.__tablename__}_renderer_version", _table.renderer_version)  # type: ignore[attr-defined]
 for _table in WIKI_ENTITY_TABLES:
     Index(
         f"ix_{_table.__tablename__}_wiki_order",
