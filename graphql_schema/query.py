@@ -12,6 +12,7 @@ import strawberry
 from graphql import FieldNode, FragmentSpreadNode, SelectionNode
 from strawberry.types import Info
 
+from engine.changes import list_changes
 from engine.pagination import DEFAULT_LIMIT, MAX_LIMIT, Page
 from engine.records import EntityKind, get_entity, get_session, list_entities, list_sessions
 from graphql_schema.context import CampaignContext
@@ -19,10 +20,12 @@ from graphql_schema.cost import MAX_COST, RENDER_POINTS, ROW_POINTS
 from graphql_schema.types import (
     DESCRIPTION_FIELDS,
     SUMMARY_FIELDS,
+    ChangePage,
     CharacterPage,
     CharacterType,
     FactionPage,
     FactionType,
+    FeedPagination,
     ItemPage,
     ItemType,
     LocationPage,
@@ -40,10 +43,15 @@ LIMIT_HELP = (
 CURSOR_HELP = "The nextCursor of the previous page; omit for the first page."
 LimitArgument = Annotated[int | None, strawberry.argument(description=LIMIT_HELP)]
 CursorArgument = Annotated[str | None, strawberry.argument(description=CURSOR_HELP)]
+FEED_CURSOR_HELP = "The nextCursor of an earlier page; omit to read the feed from its start."
+# Records read the stored Markdown and the body digest only when a client asks for them.
+TAG_FIELDS = frozenset({"etag"})
+_DETAIL_FIELDS = SUMMARY_FIELDS | DESCRIPTION_FIELDS | TAG_FIELDS
 
 
-def _selects_any(info: Ctx, names: set[str]) -> bool:
-    """Whether any of `names` is selected anywhere below the field (fragments included).
+def _selected_details(info: Ctx) -> frozenset[str]:
+    """Which of the fields that cost a read (stored Markdown, the tag) are selected anywhere
+    below the field (fragments included), in one walk.
 
     Walks graphql-core's syntax nodes: Strawberry's `selected_fields` would first convert
     the whole selection (arguments, directives) on every request.
@@ -53,10 +61,11 @@ def _selects_any(info: Ctx, names: set[str]) -> bool:
         selection for node in raw.field_nodes if node.selection_set for selection in node.selection_set.selections
     ]
     spread: set[str] = set()
+    found: set[str] = set()
     while pending:
         selection = pending.pop()
-        if isinstance(selection, FieldNode) and selection.name.value in names:
-            return True
+        if isinstance(selection, FieldNode) and selection.name.value in _DETAIL_FIELDS:
+            found.add(selection.name.value)
         if isinstance(selection, FragmentSpreadNode):
             fragment = raw.fragments.get(selection.name.value)
             if fragment is None or selection.name.value in spread:
@@ -65,7 +74,7 @@ def _selects_any(info: Ctx, names: set[str]) -> bool:
             pending.extend(fragment.selection_set.selections)
         elif selection.selection_set is not None:  # type: ignore[attr-defined]
             pending.extend(selection.selection_set.selections)  # type: ignore[attr-defined]
-    return False
+    return frozenset(found)
 
 
 def _as_page(page: Page[Any], page_type: type) -> Any:
@@ -78,16 +87,23 @@ async def _sessions(
     cursor: CursorArgument = None,
 ) -> SessionPage:
     ctx = info.context
-    with_summary = _selects_any(info, SUMMARY_FIELDS)
+    details = _selected_details(info)
+    with_summary, with_tag = bool(details & SUMMARY_FIELDS), bool(details & TAG_FIELDS)
     page = await ctx.read(
-        lambda db: list_sessions(db, scope=ctx.scope, limit=limit, cursor=cursor, with_summary=with_summary)
+        lambda db: list_sessions(
+            db, scope=ctx.scope, limit=limit, cursor=cursor, with_summary=with_summary, with_tag=with_tag
+        )
     )
     return _as_page(page, SessionPage)  # type: ignore[no-any-return]
 
 
 async def _session(info: Ctx, id: strawberry.ID) -> SessionType | None:
     ctx = info.context
-    return await ctx.read(lambda db: get_session(db, scope=ctx.scope, session_id=id))  # type: ignore[return-value]
+    details = _selected_details(info)
+    with_summary, with_tag = bool(details & SUMMARY_FIELDS), bool(details & TAG_FIELDS)
+    return await ctx.read(  # type: ignore[return-value]
+        lambda db: get_session(db, scope=ctx.scope, session_id=id, with_summary=with_summary, with_tag=with_tag)
+    )
 
 
 def _entity_list_resolver(kind: EntityKind, page_type: type) -> Callable[..., Any]:
@@ -97,10 +113,17 @@ def _entity_list_resolver(kind: EntityKind, page_type: type) -> Callable[..., An
         cursor: CursorArgument = None,
     ) -> Any:
         ctx = info.context
-        with_description = _selects_any(info, DESCRIPTION_FIELDS)
+        details = _selected_details(info)
+        with_description, with_tag = bool(details & DESCRIPTION_FIELDS), bool(details & TAG_FIELDS)
         page = await ctx.read(
             lambda db: list_entities(
-                db, kind=kind, scope=ctx.scope, limit=limit, cursor=cursor, with_description=with_description
+                db,
+                kind=kind,
+                scope=ctx.scope,
+                limit=limit,
+                cursor=cursor,
+                with_description=with_description,
+                with_tag=with_tag,
             )
         )
         return _as_page(page, page_type)
@@ -112,10 +135,29 @@ def _entity_list_resolver(kind: EntityKind, page_type: type) -> Callable[..., An
 def _entity_resolver(kind: EntityKind, record_type: type) -> Callable[..., Any]:
     async def resolve(info: Ctx, id: strawberry.ID) -> Any:
         ctx = info.context
-        return await ctx.read(lambda db: get_entity(db, kind=kind, scope=ctx.scope, entity_id=id))
+        details = _selected_details(info)
+        with_description, with_tag = bool(details & DESCRIPTION_FIELDS), bool(details & TAG_FIELDS)
+        return await ctx.read(
+            lambda db: get_entity(
+                db, kind=kind, scope=ctx.scope, entity_id=id, with_description=with_description, with_tag=with_tag
+            )
+        )
 
     resolve.__annotations__["return"] = record_type | None
     return resolve
+
+
+async def _changes(
+    info: Ctx,
+    limit: LimitArgument = DEFAULT_LIMIT,
+    cursor: Annotated[str | None, strawberry.argument(description=FEED_CURSOR_HELP)] = None,
+) -> ChangePage:
+    ctx = info.context
+    page = await ctx.read(lambda db: list_changes(db, scope=ctx.scope, limit=limit, cursor=cursor))
+    return ChangePage(
+        data=page.items,  # type: ignore[arg-type]
+        pagination=FeedPagination(next_cursor=page.next_cursor, has_more=page.has_more),
+    )
 
 
 def _list_field(resolver: Callable[..., Any], plural: str) -> Any:
@@ -152,3 +194,8 @@ class Query:
     faction: FactionType | None = _record_field(_entity_resolver(EntityKind.FACTION, FactionType), "faction")
     items: ItemPage = _list_field(_entity_list_resolver(EntityKind.ITEM, ItemPage), "items")
     item: ItemType | None = _record_field(_entity_resolver(EntityKind.ITEM, ItemType), "item")
+    changes: ChangePage = strawberry.field(
+        resolver=_changes,
+        description="The change feed of the key's campaign: each record that is or was visible, once, at its "
+        "latest change, in the order changes happened.",
+    )

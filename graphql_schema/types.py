@@ -1,7 +1,8 @@
 """GraphQL object types. Resolvers receive database rows (attribute access by column name).
 
-Markdown fields are GM-stripped and normalized on the way out; the raw column is never
-exposed as a field.
+Markdown fields are the public Markdown and text stored when the record was written
+(GM-only parts removed, normalized: engine/record_writer.py); the raw column is never
+read or exposed.
 """
 
 from __future__ import annotations
@@ -12,18 +13,30 @@ from typing import Annotated, Any
 import strawberry
 from strawberry.types import Info
 
-from engine.markdown import render_public
 from engine.pagination import MAX_LIMIT, clamp_limit
+from engine.public_body import entity_tag
 from graphql_schema.context import CampaignContext
 
-# The Markdown fields: a list reads its raw Markdown column only when one is selected,
-# and the cost of an operation counts their rendering (graphql_schema/cost.py).
-SUMMARY_FIELDS = {"summaryMarkdown", "summaryText"}
-DESCRIPTION_FIELDS = {"descriptionMarkdown", "descriptionText"}
+# The Markdown fields: a read selects the stored Markdown columns only when one is
+# selected, and the cost of an operation counts them as large text (graphql_schema/cost.py).
+SUMMARY_FIELDS = frozenset({"summaryMarkdown", "summaryText"})
+DESCRIPTION_FIELDS = frozenset({"descriptionMarkdown", "descriptionText"})
 CHILDREN_LIMIT_HELP = (
     f"How many children to return, in list order: default and maximum {MAX_LIMIT}, below 1 is an error. "
     "Each child counts towards the query's cost budget (see Query)."
 )
+ETAG_HELP = (
+    "Strong entity tag of the record's single-record REST body: it changes exactly when that "
+    "body changes (the ETag of GET /api/public/v1/<type>/{id})."
+)
+SUMMARY_MARKDOWN_HELP = "Public summary as normalized Markdown, GM-only parts removed."
+SUMMARY_TEXT_HELP = "The summary without heading and bold markers or images."
+DESCRIPTION_MARKDOWN_HELP = "Public description as normalized Markdown, GM-only parts removed."
+DESCRIPTION_TEXT_HELP = "The description without heading and bold markers or images."
+
+
+def _etag(record: object) -> str:
+    return entity_tag(record.body_digest)  # type: ignore[attr-defined]
 
 
 @strawberry.type(description="Where the next page starts.")
@@ -42,14 +55,12 @@ class SessionType:
     updated_at: datetime | None
     session_type: str
     visibility: str
+    summary_markdown: str = strawberry.field(description=SUMMARY_MARKDOWN_HELP)
+    summary_text: str = strawberry.field(description=SUMMARY_TEXT_HELP)
 
-    @strawberry.field(description="Public summary as normalized Markdown, GM-only parts removed.")
-    def summary_markdown(self) -> str:
-        return render_public(getattr(self, "summary", None)).markdown
-
-    @strawberry.field(description="The summary without heading and bold markers or images.")
-    def summary_text(self) -> str:
-        return render_public(getattr(self, "summary", None)).text
+    @strawberry.field(description=ETAG_HELP)
+    def etag(self) -> str:
+        return _etag(self)
 
 
 @strawberry.type
@@ -62,14 +73,12 @@ class WikiEntityFields:
     updated_at: datetime | None
     type: str
     image_url: str | None
+    description_markdown: str = strawberry.field(description=DESCRIPTION_MARKDOWN_HELP)
+    description_text: str = strawberry.field(description=DESCRIPTION_TEXT_HELP)
 
-    @strawberry.field(description="Public description as normalized Markdown, GM-only parts removed.")
-    def description_markdown(self) -> str:
-        return render_public(getattr(self, "description", None)).markdown
-
-    @strawberry.field(description="The description without heading and bold markers or images.")
-    def description_text(self) -> str:
-        return render_public(getattr(self, "description", None)).text
+    @strawberry.field(description=ETAG_HELP)
+    def etag(self) -> str:
+        return _etag(self)
 
 
 @strawberry.type(name="Location", description="A wiki-visible location of the key's campaign.")
@@ -137,3 +146,26 @@ class FactionPage:
 class ItemPage:
     data: list[ItemType]
     pagination: Pagination
+
+
+@strawberry.type(name="Change", description="The latest change of one record of the key's campaign.")
+class ChangeType:
+    type: str = strawberry.field(description="session, location, character, faction or item.")
+    id: strawberry.ID
+    change: str = strawberry.field(
+        description="upsert: the record is visible and its body changed (or is new to the feed); "
+        "delete: it was visible and no longer is."
+    )
+    changed_at: datetime = strawberry.field(description="When the write that made the change ran (UTC).")
+
+
+@strawberry.type(description="Where to resume the feed.")
+class FeedPagination:
+    next_cursor: str = strawberry.field(description="Never null: store it and read from it later.")
+    has_more: bool = strawberry.field(description="True when more entries are available now.")
+
+
+@strawberry.type
+class ChangePage:
+    data: list[ChangeType]
+    pagination: FeedPagination

@@ -17,7 +17,7 @@ from rest.docs_page import build_docs_router
 from rest.errors import install_error_handlers
 from rest.graphql import build_graphql_router
 from rest.head import HeadAsGet
-from rest.health import build_health_router
+from rest.health import build_health_router, refuse_stale_renderings
 from rest.logging_config import configure_logging
 from rest.metrics import build_metrics_router
 from rest.observability import Observability
@@ -49,6 +49,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
 
     @asynccontextmanager
     async def lifespan(_app: FastAPI) -> AsyncIterator[None]:
+        await refuse_stale_renderings(runtime.database)
         # Everything built so far (modules, schema, routes) lives as long as the process:
         # moved out of the collector's generations, full collections no longer walk it.
         gc.collect()

@@ -1,4 +1,4 @@
-"""The fixed GraphQL document behind each REST endpoint.
+"""The fixed GraphQL documents behind the REST endpoints.
 
 Aliases give the REST field names (snake_case) directly, so a result's `data` is the
 response body with no mapping code. Each document is validated against the schema in
@@ -78,6 +78,26 @@ FACTION_RECORD = _record_document("PublicFaction", "faction", _OTHER_ENTITY_FIEL
 ITEMS_LIST = _list_document("PublicItems", "items", _OTHER_ENTITY_FIELDS)
 ITEM_RECORD = _record_document("PublicItem", "item", _OTHER_ENTITY_FIELDS + _DESCRIPTION_FIELDS)
 
+# A record's stored entity tag alone, for If-None-Match (rest/conditional.py): the same
+# lookup as the record's document, without reading its Markdown or building its body.
+_TAG_FIELD = """
+      etag"""
+SESSION_TAG = _record_document("PublicSessionTag", "session", _TAG_FIELD)
+LOCATION_TAG = _record_document("PublicLocationTag", "location", _TAG_FIELD)
+CHARACTER_TAG = _record_document("PublicCharacterTag", "character", _TAG_FIELD)
+FACTION_TAG = _record_document("PublicFactionTag", "faction", _TAG_FIELD)
+ITEM_TAG = _record_document("PublicItemTag", "item", _TAG_FIELD)
+
+CHANGES_LIST = _list_document(
+    "PublicChanges",
+    "changes",
+    """
+      type
+      id
+      change
+      changed_at: changedAt""",
+)
+
 # Every document above, prepared once per process (rest/runtime.py).
 ALL = (
     SESSIONS_LIST,
@@ -90,4 +110,10 @@ ALL = (
     FACTION_RECORD,
     ITEMS_LIST,
     ITEM_RECORD,
+    SESSION_TAG,
+    LOCATION_TAG,
+    CHARACTER_TAG,
+    FACTION_TAG,
+    ITEM_TAG,
+    CHANGES_LIST,
 )

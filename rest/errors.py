@@ -15,6 +15,7 @@ from fastapi.exceptions import RequestValidationError
 from starlette.exceptions import HTTPException
 from starlette.responses import Response
 
+from engine.changes import FETCH_FAILED as CHANGES_FETCH_FAILED
 from engine.errors import DomainError, ErrorCode, FetchFailed
 from engine.pagination import LIMIT_MESSAGE
 from engine.ratelimit import RateLimitExceeded, RateLimits, RateWindow
@@ -81,6 +82,12 @@ class EndpointTexts:
 
     def text(self, placeholder: EndpointText) -> str:
         return self.not_found if placeholder is EndpointText.NOT_FOUND else self.fetch_failed
+
+
+# The change feed (contract §10.2): a list with nothing to look up, so never a 404 of its own.
+CHANGES_TEXTS = EndpointTexts(
+    not_found=str(ERROR_RULES[HttpError.ROUTE_NOT_FOUND].body), fetch_failed=CHANGES_FETCH_FAILED
+)
 
 
 @dataclass(frozen=True, slots=True)

@@ -1,4 +1,5 @@
-"""`/healthz` (the process answers) and `/readyz` (its database and limiter storage answer)."""
+"""`/healthz` (the process answers) and `/readyz` (its database and limiter storage answer,
+and no stored rendering is stale)."""
 
 from __future__ import annotations
 
@@ -8,6 +9,8 @@ import logging
 from fastapi import APIRouter, Request
 from starlette.responses import Response
 
+from engine.db import Database, ReadFailed
+from engine.renderings import count_stale_renderings, describe_stale
 from rest.responses import json_response
 from rest.runtime import runtime_of
 
@@ -28,6 +31,24 @@ async def _database_up(request: Request) -> bool:
     return True
 
 
+async def stale_renderings(database: Database) -> int | None:
+    """Rows whose stored rendering is stale (engine/renderings.py); None when the database
+    cannot answer."""
+    try:
+        async with database.reader() as reader:
+            return await asyncio.wait_for(count_stale_renderings(reader), CHECK_TIMEOUT_S)
+    except (ReadFailed, TimeoutError):
+        return None
+
+
+async def refuse_stale_renderings(database: Database) -> None:
+    """At start-up: RuntimeError when the database holds stale renderings, which must never
+    be served (`campaign-api serve` says so before starting; this covers other launchers)."""
+    stale = await stale_renderings(database)
+    if stale:
+        raise RuntimeError(describe_stale(stale))
+
+
 async def _limiter_up(request: Request) -> bool:
     try:
         return await asyncio.wait_for(runtime_of(request).limits.ping(), CHECK_TIMEOUT_S)
@@ -44,6 +65,12 @@ async def readyz(request: Request) -> Response:
         "rate_limit_storage": "up" if limiter else "down",
         "api_key_pepper": "up" if pepper else "down",
     }
+    stale = await stale_renderings(runtime_of(request).database) if database else None
+    if stale:
+        # Records read from them are refused (500) until `campaign-api db upgrade` runs.
+        checks["renderings"] = "stale"
+        error = describe_stale(stale)
+        return json_response({"status": "unavailable", "error": error, "checks": checks}, status=503)
     if database and limiter and pepper:
         return json_response({"status": "ready", "checks": checks})
     down = ", ".join(name for name, state in checks.items() if state == "down")

@@ -39,6 +39,13 @@ _LINK_HEADER = {
     }
 }
 V1_PATHS = "/api/public/v1/"
+_ETAG = {
+    "ETag": {
+        "description": "Strong entity tag of the body: changes exactly when the body's bytes change. Send it "
+        "back in If-None-Match to get a 304 while they have not.",
+        "schema": {"type": "string"},
+    }
+}
 _CHALLENGE = {name: {"schema": {"type": "string", "enum": [value]}} for name, value in AUTH_CHALLENGE.items()}
 
 
@@ -75,7 +82,13 @@ def _common(texts: EndpointTexts) -> dict[int | str, dict[str, Any]]:
 
 
 def _ok_headers() -> dict[str, Any]:
-    return {200: {"description": "OK", "headers": _RATE_HEADERS}}
+    return {
+        200: {"description": "OK", "headers": {**_RATE_HEADERS, **_ETAG}},
+        304: {
+            "description": "Not Modified: If-None-Match named the current ETag (or `*`). No body.",
+            "headers": {**_RATE_HEADERS, **_ETAG},
+        },
+    }
 
 
 def list_responses(texts: EndpointTexts) -> dict[int | str, dict[str, Any]]:
@@ -98,6 +111,22 @@ def record_responses(texts: EndpointTexts) -> dict[int | str, dict[str, Any]]:
     }
 
 
+def conditional_parameters() -> list[dict[str, Any]]:
+    return [
+        {
+            "name": "If-None-Match",
+            "in": "header",
+            "required": False,
+            "description": (
+                "ETags of bodies the client holds (comma-separated, W/ ignored), or `*`: a 304 without a body "
+                "when one is the current body's. Checked last: after authentication, limits, validation and "
+                "the query."
+            ),
+            "schema": {"type": "string"},
+        }
+    ]
+
+
 def list_parameters() -> list[dict[str, Any]]:
     return [
         {
@@ -117,6 +146,7 @@ def list_parameters() -> list[dict[str, Any]]:
             "description": "The pagination.next_cursor of the previous page; omit for the first page.",
             "schema": {"type": "string"},
         },
+        *conditional_parameters(),
     ]
 
 

@@ -88,5 +88,25 @@ class EntityList(_Strict):
     pagination: Pagination
 
 
+class Change(_Strict):
+    type: Literal["session", "character", "location", "faction", "item"]
+    id: str
+    change: Literal["upsert", "delete"] = Field(
+        description="upsert: the record is visible and its single-record body changed since its previous entry "
+        "(or it is new to the feed, or back after a delete); delete: it was visible and no longer is."
+    )
+    changed_at: datetime = Field(description="When the import (or other write) that made the change ran, in UTC.")
+
+
+class FeedPagination(_Strict):
+    next_cursor: str = Field(description="Never null: where to resume, now or later.")
+    has_more: bool = Field(description="True when more entries are available now.")
+
+
+class ChangeList(_Strict):
+    data: list[Change]
+    pagination: FeedPagination
+
+
 class ErrorBody(_Strict):
     error: str
