@@ -21,8 +21,8 @@ def _admin_conninfo() -> str:
 
 
 @contextmanager
-def postgres_database(prefix: str = "campaign_test") -> Iterator[str]:
-    """A fresh, migrated PostgreSQL database; dropped afterwards."""
+def postgres_database(prefix: str = "campaign_test", *, revision: str = "head") -> Iterator[str]:
+    """A fresh PostgreSQL database migrated to `revision`; dropped afterwards."""
     admin = make_url(POSTGRES_ADMIN_URL)
     require_service("PostgreSQL", admin.host or "127.0.0.1", admin.port or 5432)
     name = f"{prefix}_{uuid.uuid4().hex[:12]}"
@@ -30,7 +30,7 @@ def postgres_database(prefix: str = "campaign_test") -> Iterator[str]:
         connection.execute(f'CREATE DATABASE "{name}"')
     url = admin.set(drivername="postgresql+psycopg", database=name).render_as_string(hide_password=False)
     try:
-        upgrade_database(url)
+        upgrade_database(url, revision)
         yield url
     finally:
         with psycopg.connect(_admin_conninfo(), autocommit=True) as connection:
@@ -38,15 +38,18 @@ def postgres_database(prefix: str = "campaign_test") -> Iterator[str]:
 
 
 @contextmanager
-def sqlite_database(directory: Path) -> Iterator[str]:
+def sqlite_database(directory: Path, *, revision: str = "head") -> Iterator[str]:
     path = directory / f"campaign_test_{uuid.uuid4().hex[:12]}.db"
     url = f"sqlite+aiosqlite:///{path}"
-    upgrade_database(url)
+    upgrade_database(url, revision)
     yield url
 
 
 @contextmanager
-def migrated_database(backend: str, directory: Path) -> Iterator[str]:
-    factory = postgres_database() if backend == "postgresql" else sqlite_database(directory)
+def migrated_database(backend: str, directory: Path, *, revision: str = "head") -> Iterator[str]:
+    if backend == "postgresql":
+        factory = postgres_database(revision=revision)
+    else:
+        factory = sqlite_database(directory, revision=revision)
     with factory as url:
         yield url

@@ -1,12 +1,23 @@
-"""Small typed factories for test data. Every argument has a keyword default."""
+"""Small typed factories for test data. Every argument has a keyword default.
+
+Records are written as the service writes them (engine/record_writer.py): rendered,
+digested and entered in the change feed, so reads find what an import would leave.
+"""
 
 from __future__ import annotations
 
 import itertools
+from collections.abc import Sequence
 from datetime import UTC, datetime
+from typing import Any
 
+from sqlalchemy import update
 from sqlalchemy.ext.asyncio import AsyncSession
 
+from engine.feed_writer import FeedWriter
+from engine.record_kinds import RECORD_KINDS
+from engine.record_writer import RecordWriter
+from engine.rendering import RenderPool
 from engine.tables import Campaign, Character, Faction, Item, Location, Session, User, WikiEntityColumns
 
 _counter = itertools.count(1)
@@ -52,21 +63,20 @@ async def add_session(
     visibility: str = "public",
     summary: str | None = None,
 ) -> Session:
-    session = Session(
-        id=session_id or unique_id("sess"),
-        campaign_id=campaign_id,
-        title=title,
-        status=status,
-        recording_date=recording_date,
-        created_at=created_at,
-        updated_at=updated_at,
-        session_type=session_type,
-        visibility=visibility,
-        summary=summary,
-    )
-    db.add(session)
-    await db.flush()
-    return session
+    fields = {
+        "id": session_id or unique_id("sess"),
+        "campaign_id": campaign_id,
+        "title": title,
+        "status": status,
+        "recording_date": recording_date,
+        "created_at": created_at,
+        "updated_at": updated_at,
+        "session_type": session_type,
+        "visibility": visibility,
+        "summary": summary,
+    }
+    await write_record(db, array="sessions", fields=fields)
+    return Session(**fields)
 
 
 async def add_entity(
@@ -101,10 +111,28 @@ async def add_entity(
     }
     if table is Location:
         fields["parent_id"] = parent_id
-    entity = table(**fields)
-    db.add(entity)
+    await write_record(db, array=table.__tablename__, fields=fields)  # type: ignore[attr-defined]
+    return table(**fields)
+
+
+async def write_record(db: AsyncSession, *, array: str, fields: dict[str, Any]) -> None:
+    """Write one record (every column of its export form) through the record writer."""
+    # The ORM may hold rows of other tables not yet sent (users, campaigns) that it references.
     await db.flush()
-    return entity
+    writer = RecordWriter(db, renderer=RenderPool(processes=1), feed=FeedWriter(db, now=datetime.now(UTC)))
+    await writer.write(array, [fields])
+    await writer.flush()
 
 
 ENTITY_TABLES = (Location, Character, Faction, Item)
+
+
+STALE_MARKDOWN = "a stale rendering"
+
+
+async def age_renderings(db: AsyncSession, *, array: str, record_ids: Sequence[str], version: int = 0) -> None:
+    """Leave records as another renderer would have: its version (0: never rendered, before
+    rendering moved to write time), and a rendering that is not this renderer's."""
+    kind = RECORD_KINDS[array]
+    values = {"renderer_version": version, kind.markdown_column: STALE_MARKDOWN}
+    await db.execute(update(kind.table).where(kind.table.c.id.in_(record_ids)).values(values))

@@ -3,10 +3,8 @@
 A raw ASGI app: a psycopg async connection pool, hand-written SQL selecting exactly the
 returned columns, tuples turned into dicts and serialized by orjson, keyset cursors, no
 rate limits. The key is checked (HMAC, as the service does) once per process and then
-remembered. Markdown is never processed while a request is timed: it is read from a side
-table, `bench_floor_rendered`, which `prepare()` fills before the benchmark for the records
-it requests (a record missing there is rendered once, stored, and read from the table from
-then on, so the warm-up fills it).
+remembered. Markdown is never processed: the public Markdown and text the import stored
+with each record are read as they are.
 
     DATABASE_URL=postgresql://... API_KEY_PEPPER=... \
         uvicorn tests.benchmarks.floor_app:app --workers 2
@@ -18,7 +16,6 @@ then on, so the warm-up fills it).
 
 from __future__ import annotations
 
-import asyncio
 import base64
 import binascii
 import hashlib
@@ -40,9 +37,6 @@ SESSION_COLUMNS = "id, title, status, recording_date, created_at, updated_at, se
 SESSION_KEYS = ("id", "title", "status", "recording_date", "created_at", "updated_at", "session_type", "visibility")
 ENTITY_KEYS = ("id", "name", "icon", "hidden_from_wiki", "created_at", "updated_at", "type")
 ENTITY_TABLES = {"locations", "characters", "factions", "items"}
-SIDE_TABLE = """CREATE TABLE IF NOT EXISTS bench_floor_rendered (
-    kind text NOT NULL, id text NOT NULL, markdown text NOT NULL, text text NOT NULL,
-    PRIMARY KEY (kind, id))"""
 
 
 def conninfo() -> str:
@@ -79,13 +73,6 @@ def page_size(query: dict[str, list[str]]) -> int:
     if size < 1:
         raise HttpError(400, "limit must be a positive integer")
     return min(size, 100)
-
-
-def render(raw: str | None) -> tuple[str, str]:
-    from engine.markdown import render_public  # only for records prepare() missed
-
-    public = render_public(raw)
-    return public.markdown, public.text
 
 
 class Floor:
@@ -175,29 +162,20 @@ class Floor:
 
     async def session(self, campaign: str, session_id: str) -> bytes:
         rows = await self.rows(
-            f"SELECT {', '.join('s.' + c for c in SESSION_KEYS)}, r.markdown, r.text,"
-            " CASE WHEN r.id IS NULL THEN s.summary END"
-            " FROM sessions s LEFT JOIN bench_floor_rendered r ON r.kind = 'sessions' AND r.id = s.id"
-            " WHERE s.id = %s AND s.campaign_id = %s AND s.visibility = 'public'",
+            f"SELECT {SESSION_COLUMNS}, summary_markdown, summary_text FROM sessions"
+            " WHERE id = %s AND campaign_id = %s AND visibility = 'public'",
             (session_id, campaign),
         )
         if not rows:
             raise HttpError(404, "Session not found")
-        row = rows[0]
-        body = dict(zip(SESSION_KEYS, row, strict=False))
-        markdown, text = row[8], row[9]
-        if markdown is None:
-            markdown, text = await self.store_rendered("sessions", session_id, row[10])
-        body["summary_markdown"] = markdown
-        body["summary_text"] = text
-        return orjson.dumps(body)
+        return orjson.dumps(dict(zip((*SESSION_KEYS, "summary_markdown", "summary_text"), rows[0], strict=True)))
 
     # -- locations, characters, factions, items -----------------------------------------
 
     @staticmethod
-    def entity_columns(kind: str, alias: str = "") -> tuple[list[str], tuple[str, ...]]:
+    def entity_columns(kind: str) -> tuple[list[str], tuple[str, ...]]:
         keys = ENTITY_KEYS + (("parent_id", "image_url") if kind == "locations" else ("image_url",))
-        return [alias + key for key in keys], keys
+        return list(keys), keys
 
     async def entities(self, kind: str, campaign: str, query: dict[str, list[str]]) -> bytes:
         size = page_size(query)
@@ -238,34 +216,15 @@ class Floor:
         )
 
     async def entity(self, kind: str, campaign: str, entity_id: str) -> bytes:
-        columns, keys = self.entity_columns(kind, "e.")
+        columns, keys = self.entity_columns(kind)
         rows = await self.rows(
-            f"SELECT {', '.join(columns)}, r.markdown, r.text, CASE WHEN r.id IS NULL THEN e.description END"
-            f" FROM {kind} e LEFT JOIN bench_floor_rendered r ON r.kind = %s AND r.id = e.id"
-            " WHERE e.id = %s AND e.campaign_id = %s AND NOT e.hidden_from_wiki",
-            (kind, entity_id, campaign),
+            f"SELECT {', '.join(columns)}, description_markdown, description_text FROM {kind}"
+            " WHERE id = %s AND campaign_id = %s AND NOT hidden_from_wiki",
+            (entity_id, campaign),
         )
         if not rows:
             raise HttpError(404, "Entity not found")
-        row = rows[0]
-        width = len(keys)
-        body = dict(zip(keys, row[:width], strict=True))
-        markdown, text = row[width], row[width + 1]
-        if markdown is None:
-            markdown, text = await self.store_rendered(kind, entity_id, row[width + 2])
-        body["description_markdown"] = markdown
-        body["description_text"] = text
-        return orjson.dumps(body)
-
-    async def store_rendered(self, kind: str, record_id: str, raw: str | None) -> tuple[str, str]:
-        markdown, text = await asyncio.to_thread(render, raw)
-        assert self.pool is not None
-        async with self.pool.connection() as connection:
-            await connection.execute(
-                "INSERT INTO bench_floor_rendered VALUES (%s, %s, %s, %s) ON CONFLICT DO NOTHING",
-                (kind, record_id, markdown, text),
-            )
-        return markdown, text
+        return orjson.dumps(dict(zip((*keys, "description_markdown", "description_text"), rows[0], strict=True)))
 
     # -- ASGI -----------------------------------------------------------------------------
 
@@ -314,30 +273,6 @@ class Floor:
                 await self.shutdown()
                 await send({"type": "lifespan.shutdown.complete"})
                 return
-
-
-def prepare(database_url: str, records: Iterable[tuple[str, str]]) -> int:
-    """Create the side table and render the given (kind, id) records into it; returns the count."""
-    from engine.markdown import render_public
-
-    column = {"sessions": "summary"}
-    done = 0
-    with psycopg.connect("postgresql://" + database_url.split("://", 1)[1], autocommit=True) as connection:
-        connection.execute(SIDE_TABLE)
-        for kind, record_id in records:
-            found = connection.execute(
-                f"SELECT {column.get(kind, 'description')} FROM {kind} WHERE id = %s", (record_id,)
-            ).fetchone()
-            if found is None:
-                continue
-            public = render_public(found[0])
-            connection.execute(
-                "INSERT INTO bench_floor_rendered VALUES (%s, %s, %s, %s) ON CONFLICT (kind, id) DO UPDATE"
-                " SET markdown = EXCLUDED.markdown, text = EXCLUDED.text",
-                (kind, record_id, public.markdown, public.text),
-            )
-            done += 1
-    return done
 
 
 app = Floor()

@@ -4,29 +4,39 @@
 
 1. Creates a fresh PostgreSQL database (dropped at the end, even on failure), runs
    `campaign-api db upgrade`, then `/usr/bin/time -v campaign-api import FILE` (import
-   wall time and peak RSS), `VACUUM ANALYZE` (so autovacuum does not wake up mid-run) and
-   `campaign-api keys create`; pre-renders the floor's side table.
-2. Starts, one after the other on free ports, three servers with 2 uvicorn workers each:
-   the service (`campaign-api serve`, Redis limits raised to 100,000,000 per minute), the
-   peer (`peer_app.py`: FastAPI + SQLModel ORM + slowapi on Redis, same limits) and the
-   floor (`floor_app.py`: raw ASGI + psycopg pool + orjson, no limits).
-3. Resolves each server's page-1000 cursor (its own format) by following next_cursor, and
-   checks that the peer and the floor answer every benchmarked request with the service's
-   JSON (equal after parsing, same key order; cursors only compared for presence). Any
-   difference stops the run.
-4. Warms up, then drives them with wrk in alternating short rounds (per round: each
+   wall time, CPU time and peak RSS of its processes together: the import renders every
+   summary on every core), `VACUUM ANALYZE` (so autovacuum does not wake up mid-run) and
+   `campaign-api keys create`.
+2. For each worker profile (BENCH_WORKER_PROFILES, "2,1": with two workers on two cores
+   the machine caps the floor, so one worker shows the server's own cost), starts the three
+   servers with that many uvicorn workers each: the service (`campaign-api serve`, Redis
+   limits raised to 100,000,000 per minute), the peer (`peer_app.py`: FastAPI + SQLModel ORM
+   + slowapi on Redis, same limits, Markdown rendered per request) and the floor
+   (`floor_app.py`: raw ASGI + psycopg pool + orjson, no limits, the stored Markdown).
+3. In the crawl's profile (BENCH_CRAWL_WORKERS, 1), before anything else reaches the fresh
+   servers: the service and the floor each answer every public session once by id, 8
+   clients at a time, while a bystander fetches one location (crawl wall time; the
+   bystander's latency).
+4. First profile only: resolves each server's page-1000 cursor (its own format) by
+   following next_cursor, checks that the peer and the floor answer every benchmarked
+   request with the service's JSON (equal after parsing, same key order; cursors only
+   compared for presence; any difference stops the run), and reads the service's ETags
+   for the conditional requests (answered 304).
+5. Warms up, then drives them with wrk in alternating short rounds (per round: each
    endpoint, each server, server order rotated), waiting after each run until the server is
-   idle; then one run per server at 256 connections for the error count; reads the
-   workers' RSS.
-5. Prints the table and writes it to the report (raw numbers as JSON beside it).
+   idle; in the two-worker profile, one run per server at 256 connections for the error
+   count; reads the workers' RSS.
+6. Prints the tables and writes them to the report (raw numbers as JSON beside it).
 
-Time: with `--deadline EPOCH` (the Makefile passes make's start + 9.5 min) each wrk run lasts
-what fits before it, 2 to 5 s (estimated after the warm-up; 2 rounds if even 2 s runs do not
-fit 3); without a deadline, 3 rounds x 5 s.
+Time: with `--deadline EPOCH` (the Makefile passes make's start + 9.5 min; the first
+import's own time is added to it, being a figure of its own) the profiles share what is
+left equally, and each wrk run lasts what fits, 2 to 5 s (estimated after the warm-up; 2
+rounds if even 2 s runs do not fit 3); without a deadline, 3 rounds x 5 s.
 
 Environment knobs: BENCH_ROUNDS (3), BENCH_DURATION_S (fixed run length), BENCH_CONNECTIONS
 (64), BENCH_THREADS (2), BENCH_REDIS_DB (13), BENCH_DEEP_PAGE (1000), BENCH_FOLLOW_BUDGET_S
-(60), BENCH_PROFILE=1 (py-spy on a service worker during one extra run per endpoint; raw
+(60), BENCH_WORKER_PROFILES ("2,1"), BENCH_CRAWL_WORKERS (1), BENCH_CRAWL_SESSIONS (0: all),
+BENCH_PROFILE=1 (py-spy on a service worker during one extra run per endpoint; raw
 collapsed stacks in artifacts/bench/profile-*.txt), BENCH_POSTGRES_URL, BENCH_REDIS_URL.
 """
 
@@ -73,6 +83,14 @@ FOLLOW_BUDGET_S = float(os.environ.get("BENCH_FOLLOW_BUDGET_S", "60"))
 STRESS_CONNECTIONS = 256
 WRK_TIMEOUT = "10s"
 PROFILE = os.environ.get("BENCH_PROFILE", "") == "1"
+# The servers' worker counts, one profile each: with two workers on this 2-core machine the
+# machine, not the server, caps the floor, so one worker shows the server's own cost.
+WORKER_PROFILES = tuple(int(n) for n in os.environ.get("BENCH_WORKER_PROFILES", "2,1").split(","))
+# The crawl runs in the profile with this many workers (none if absent), on fresh servers.
+CRAWL_WORKERS = int(os.environ.get("BENCH_CRAWL_WORKERS", "1"))
+CRAWL_CLIENTS = 8
+CRAWL_SESSIONS = int(os.environ.get("BENCH_CRAWL_SESSIONS", "0"))  # 0: every public session
+CRAWL_SERVERS = ("service", "floor")
 _INHERITED = ("PATH", "HOME", "LANG", "LC_ALL", "TMPDIR")
 V1 = "/api/public/v1"
 GRAPHQL_QUERY = "query Bench($id: ID!) { location(id: $id) { id name parentId children { id name type } } }"
@@ -141,6 +159,7 @@ class Server:
     env: dict[str, str]
     cwd: Path
     log_path: Path
+    workers: int = 2
     port: int = field(default_factory=free_port)
     process: subprocess.Popen[bytes] | None = None
     started_at: float = 0.0
@@ -159,7 +178,7 @@ class Server:
             )
 
     def wait_ready(self, token: str, timeout_s: float = 60.0) -> float:
-        """Seconds from start until both workers answer an authenticated request."""
+        """Seconds from start until every worker answers an authenticated request."""
         deadline = time.monotonic() + timeout_s
         url = f"{self.base}{V1}/sessions?limit=1"
         while time.monotonic() < deadline:
@@ -167,8 +186,8 @@ class Server:
                 raise BenchError(f"{self.name} exited with {self.process.returncode}; see {self.log_path}")
             with contextlib.suppress(httpx.HTTPError):
                 answered = httpx.get(url, headers={"Authorization": f"Bearer {token}"}, timeout=5).status_code == 200
-                # Both workers must be up: uvicorn starts them one after the other.
-                if answered and len(self.worker_pids()) >= 2:
+                # Every worker must be up: uvicorn starts them one after the other.
+                if answered and len(self.worker_pids()) >= self.workers:
                     return time.monotonic() - self.started_at
             time.sleep(0.3)
         raise BenchError(f"{self.name} did not become ready in {timeout_s:.0f} s; see {self.log_path}")
@@ -305,26 +324,36 @@ def cli(env: dict[str, str], cwd: Path, *args: str) -> str:
     return completed.stdout
 
 
-def timed_import(env: dict[str, str], cwd: Path, export: Path, log_path: Path) -> dict[str, float]:
-    command = [str(CLI), "import", str(export.resolve())]
+def timed_import(
+    env: dict[str, str], cwd: Path, export: Path, log_path: Path, *, importer: list[str] | None = None
+) -> dict[str, float]:
+    """`campaign-api import` (or `importer`): its wall time, CPU time of it and its rendering
+    processes, and peak RSS: of its processes together, sampled every 0.2 s, and of the largest."""
+    command = [*(importer or [str(CLI), "import"]), str(export.resolve())]
     time_binary = Path("/usr/bin/time")
     if time_binary.exists():
         command = [str(time_binary), "-v", *command]
     started = time.perf_counter()
+    peak_tree_kb = 0
     with log_path.open("wb") as output:
-        completed = subprocess.run(command, env=env, cwd=cwd, stdout=output, stderr=subprocess.STDOUT, check=False)
+        process = subprocess.Popen(command, env=env, cwd=cwd, stdout=output, stderr=subprocess.STDOUT)
+        while process.poll() is None:
+            tree = [process.pid, *_descendants(process.pid)]
+            peak_tree_kb = max(peak_tree_kb, sum(_status_kb(pid, "VmRSS") or 0 for pid in tree))
+            time.sleep(0.2)
     wall = time.perf_counter() - started
     text = log_path.read_text(errors="replace")
-    if completed.returncode != 0:
-        raise BenchError(f"import failed ({completed.returncode}):\n{text[-3000:]}")
+    if process.returncode != 0:
+        raise BenchError(f"import failed ({process.returncode}):\n{text[-3000:]}")
     peak = re.search(r"Maximum resident set size \(kbytes\): (\d+)", text)
-    if peak:
-        peak_mb = int(peak.group(1)) / 1024
-    else:  # no /usr/bin/time: the largest child so far is the import
-        import resource
-
-        peak_mb = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss / 1024
-    return {"wall_s": wall, "peak_rss_mb": peak_mb}
+    user = re.search(r"User time \(seconds\): ([\d.]+)", text)
+    system = re.search(r"System time \(seconds\): ([\d.]+)", text)
+    return {
+        "wall_s": wall,
+        "cpu_s": float(user.group(1)) + float(system.group(1)) if user and system else float("nan"),
+        "peak_rss_mb": peak_tree_kb / 1024,
+        "largest_process_rss_mb": int(peak.group(1)) / 1024 if peak else float("nan"),
+    }
 
 
 # -- the benchmarked requests -------------------------------------------------------------
@@ -339,6 +368,8 @@ class Endpoint:
     label: str
     servers: tuple[str, ...] = ("service", "peer", "floor")
     method: str = "GET"
+    # Sent with If-None-Match naming the current ETag: every answer is a 304.
+    conditional_on: str | None = None
 
 
 ENDPOINTS = (
@@ -350,6 +381,10 @@ ENDPOINTS = (
     Endpoint("locations", "locations list (limit 100)"),
     Endpoint("location", "location"),
     Endpoint("graphql", "GraphQL location + children (POST)", servers=("service",), method="POST"),
+    Endpoint("location_304", "location, If-None-Match: 304", servers=("service",), conditional_on="location"),
+    Endpoint(
+        "session_20kb_304", "session 20 KB, If-None-Match: 304", servers=("service",), conditional_on="session_20kb"
+    ),
 )
 
 
@@ -441,6 +476,8 @@ def request_paths(
         "session_200b": f"{V1}/sessions/{manifest['session_200b_id']}",
         "locations": f"{V1}/locations?limit=100",
         "location": f"{V1}/locations/{manifest['location_id']}",
+        "location_304": f"{V1}/locations/{manifest['location_id']}",
+        "session_20kb_304": f"{V1}/sessions/{manifest['session_20kb_id']}",
         "location_id": manifest["location_id"],
         "graphql": "/graphql",
     }
@@ -478,7 +515,7 @@ def check_same_json(servers: dict[str, Server], paths: dict[str, dict[str, str]]
     headers = {"Authorization": f"Bearer {token}"}
     with httpx.Client(headers=headers, timeout=60) as client:
         for endpoint in ENDPOINTS:
-            if endpoint.method != "GET":
+            if endpoint.method != "GET" or endpoint.conditional_on is not None:
                 continue
             reference = client.get(servers["service"].base + paths["service"][endpoint.key])
             if reference.status_code != 200:
@@ -526,8 +563,12 @@ end
 """
 
 
-def lua_script(directory: Path, name: str, token: str, body: bytes | None) -> Path:
+def lua_script(
+    directory: Path, name: str, token: str, body: bytes | None, *, if_none_match: str | None = None, code: str = ""
+) -> Path:
     lines = [f'wrk.headers["Authorization"] = "Bearer {token}"']
+    if if_none_match is not None:
+        lines.append(f"wrk.headers[\"If-None-Match\"] = [==[{if_none_match}]==]")
     if body is not None:
         lines += [
             'wrk.method = "POST"',
@@ -535,11 +576,19 @@ def lua_script(directory: Path, name: str, token: str, body: bytes | None) -> Pa
             f"wrk.body = [==[{body.decode()}]==]",
         ]
     path = directory / f"{name}.lua"
-    path.write_text("\n".join(lines) + "\n" + LUA_DONE)
+    path.write_text("\n".join(lines) + "\n" + code + LUA_DONE)
     return path
 
 
-def wrk(url: str, script: Path, *, connections: int, duration_s: int, threads: int = THREADS) -> dict[str, Any]:
+def wrk_command(
+    url: str,
+    script: Path,
+    *,
+    connections: int,
+    duration_s: int,
+    threads: int = THREADS,
+    arguments: tuple[str, ...] = (),
+) -> list[str]:
     command = [
         "wrk",
         f"-t{threads}",
@@ -552,10 +601,19 @@ def wrk(url: str, script: Path, *, connections: int, duration_s: int, threads: i
         str(script),
         url,
     ]
+    return [*command, "--", *arguments] if arguments else command
+
+
+def wrk(url: str, script: Path, *, connections: int, duration_s: int, threads: int = THREADS) -> dict[str, Any]:
+    command = wrk_command(url, script, connections=connections, duration_s=duration_s, threads=threads)
     completed = subprocess.run(command, capture_output=True, text=True, check=False)
-    match = re.search(r"^BENCHJSON (.*)$", completed.stdout, re.MULTILINE)
-    if completed.returncode != 0 or match is None:
-        raise BenchError(f"wrk failed ({completed.returncode}): {completed.stdout[-1000:]} {completed.stderr[-1000:]}")
+    return wrk_result(completed.returncode, completed.stdout, completed.stderr)
+
+
+def wrk_result(returncode: int, stdout: str, stderr: str) -> dict[str, Any]:
+    match = re.search(r"^BENCHJSON (.*)$", stdout, re.MULTILINE)
+    if returncode != 0 or match is None:
+        raise BenchError(f"wrk failed ({returncode}): {stdout[-1000:]} {stderr[-1000:]}")
     result: dict[str, Any] = orjson.loads(match.group(1))
     result["errors"] = sum(result[k] for k in ("connect", "read", "write", "status", "timeout"))
     result["rps"] = result["requests"] / (result["duration_us"] / 1e6)
@@ -630,14 +688,22 @@ def profile_service(
 
 
 def warm_up(
-    servers: dict[str, Server], urls: dict[str, dict[str, str]], token: str, graphql_body: bytes, requests: int = 8
+    servers: dict[str, Server],
+    urls: dict[str, dict[str, str]],
+    token: str,
+    graphql_body: bytes,
+    etags: dict[str, str],
+    requests: int = 8,
 ) -> dict[tuple[str, str], float]:
     """A few requests per endpoint per server, each on a new connection so both workers see
     some (caches are per process); returns the median latency of each (server, endpoint)."""
     latencies: dict[tuple[str, str], float] = {}
-    headers = {"Authorization": f"Bearer {token}", "Content-Type": "application/json"}
     for endpoint in ENDPOINTS:
         body = graphql_body if endpoint.method == "POST" else None
+        headers = {"Authorization": f"Bearer {token}", "Content-Type": "application/json"}
+        expected = 200
+        if endpoint.conditional_on is not None:
+            headers["If-None-Match"], expected = etags[endpoint.key], 304
         for name in endpoint.servers:
             url = httpx.URL(urls[name][endpoint.key])
             target = url.raw_path.decode("ascii")
@@ -652,13 +718,15 @@ def warm_up(
                 finally:
                     connection.close()
                 times.append(time.perf_counter() - started)
-                if response.status != 200:
+                if response.status != expected:
                     raise BenchError(f"{name} {endpoint.key}: {response.status} during warm-up")
             latencies[(name, endpoint.key)] = statistics.median(times)
     return latencies
 
 
-def fit_schedule(deadline: float | None, latencies: dict[tuple[str, str], float]) -> tuple[int, int]:
+def fit_schedule(
+    deadline: float | None, latencies: dict[tuple[str, str], float], *, stress_runs: int
+) -> tuple[int, int]:
     """(rounds, seconds per wrk run) so that the rounds and the stress runs end before `deadline`.
 
     After each run the server drains the requests wrk left in flight (one per connection,
@@ -668,7 +736,7 @@ def fit_schedule(deadline: float | None, latencies: dict[tuple[str, str], float]
     if DURATION_S or deadline is None:
         return ROUNDS, DURATION_S or MAX_DURATION_S
     drain = sum(0.5 + CONNECTIONS * latency for latency in latencies.values())
-    stress_runs, stress_drain = 3, 3 * 2.0
+    stress_drain = stress_runs * 2.0
     remaining = deadline - time.time() - 25  # stop the servers, drop the database, write the report
     for rounds in (ROUNDS, 2):
         per_run = (remaining - rounds * drain - stress_drain) / (rounds * len(latencies) + stress_runs)
@@ -680,7 +748,7 @@ def fit_schedule(deadline: float | None, latencies: dict[tuple[str, str], float]
 def load_database(
     env: dict[str, str], workdir: Path, export: Path, manifest: dict[str, Any], out_dir: Path, results: dict[str, Any]
 ) -> str:
-    """Migrate, import (timed), vacuum, pre-render the floor's side table; returns a new key's token."""
+    """Migrate, import (timed), vacuum; returns a new key's token."""
     log("campaign-api db upgrade")
     cli(env, workdir, "db", "upgrade")
     log(f"campaign-api import {export} ({manifest['bytes'] / 1e6:.0f} MB)")
@@ -696,27 +764,24 @@ def load_database(
     if not re.fullmatch(r"cpk_[a-z2-7]{12}_[A-Za-z0-9_-]{43}", token):
         raise BenchError(f"keys create printed {token!r}, not a token alone")
 
-    sys.path.insert(0, str(ROOT))
-    from tests.benchmarks.floor_app import prepare
-
-    benchmarked = [("sessions", manifest["session_20kb_id"]), ("sessions", manifest["session_200b_id"])]
-    prepared = prepare(env["DATABASE_URL"], [*benchmarked, ("locations", manifest["location_id"])])
-    log(f"floor: {prepared} records pre-rendered into bench_floor_rendered")
     return token
 
 
-def build_servers(env: dict[str, str], workdir: Path, out_dir: Path) -> dict[str, Server]:
-    # uvicorn as `uvicorn app --workers 2` runs it with uvicorn[standard] installed (uvloop,
+def build_servers(env: dict[str, str], workdir: Path, out_dir: Path, *, workers: int) -> dict[str, Server]:
+    # uvicorn as `uvicorn app --workers N` runs it with uvicorn[standard] installed (uvloop,
     # httptools); the peer keeps uvicorn's access log as a deployed app would, and the
     # service logs at its default LOG_LEVEL (INFO: one JSON access line per request).
-    address = ["--host", "127.0.0.1", "--port", "{port}", "--workers", "2"]
+    address = ["--host", "127.0.0.1", "--port", "{port}", "--workers", str(workers)]
     uvicorn = [str(BIN / "uvicorn"), "--app-dir", str(ROOT), *address, "--loop", "uvloop", "--http", "httptools"]
     commands = {
         "service": [str(CLI), "serve", *address],
         "peer": [*uvicorn, "tests.benchmarks.peer_app:app"],
         "floor": [*uvicorn, "--no-access-log", "tests.benchmarks.floor_app:app"],
     }
-    servers = {name: Server(name, command, env, workdir, out_dir / f"{name}.log") for name, command in commands.items()}
+    servers = {
+        name: Server(name, command, env, workdir, out_dir / f"{name}-{workers}w.log", workers=workers)
+        for name, command in commands.items()
+    }
     for server in servers.values():
         server.log_path.unlink(missing_ok=True)
     return servers
@@ -772,11 +837,12 @@ def run(export: Path, report: Path, deadline: float | None) -> int:
         "settings": {
             "connections": CONNECTIONS,
             "threads": THREADS,
-            "workers": 2,
+            "worker_profiles": list(WORKER_PROFILES),
             "wrk_timeout": WRK_TIMEOUT,
             "cpus": os.cpu_count(),
         },
         "loadavg_before": Path("/proc/loadavg").read_text().split()[:3],
+        "profiles": {},
     }
     with contextlib.ExitStack() as stack:
         database_url = stack.enter_context(postgres_database())
@@ -784,68 +850,223 @@ def run(export: Path, report: Path, deadline: float | None) -> int:
         workdir = Path(stack.enter_context(tempfile.TemporaryDirectory(prefix="campaign-bench-")))
         env = base_env(database_url, redis_url, pepper="bench-" + secrets.token_urlsafe(32))
         token = load_database(env, workdir, export, manifest, out_dir, results)
-
-        servers = build_servers(env, workdir, out_dir)
-        stack.callback(lambda: [server.stop() for server in servers.values()])
-        results["startup_s"] = {}
-        for name, server in servers.items():
-            server.start()
-            results["startup_s"][name] = server.wait_ready(token)
-        log(f"all servers ready; resolving page-{DEEP_PAGE} cursors")
-
-        paths: dict[str, dict[str, str]] = {}
-        timings: dict[str, Any] = {}
-        with httpx.Client(headers={"Authorization": f"Bearer {token}"}, timeout=60) as client:
-            for name, server in servers.items():
-                paths[name] = request_paths(name, client, server.base, manifest, timings)
-                followed = timings[name]
-                log(f"{name}: after following {followed['followed_pages']} pages in {followed['s']:.1f} s")
-        results["cursor_following"] = timings
-        results["equality"] = check_same_json(servers, paths, token)
-        log("peer and floor return the service's JSON: " + ", ".join(sorted(set(results["equality"].values()))))
-
-        graphql_body = orjson.dumps({"query": GRAPHQL_QUERY, "variables": {"id": manifest["location_id"]}})
-        scripts = {
-            endpoint.key: lua_script(workdir, endpoint.key, token, graphql_body if endpoint.method == "POST" else None)
-            for endpoint in ENDPOINTS
-        }
-        urls = {name: {key: servers[name].base + path for key, path in paths[name].items()} for name in servers}
-
-        log("warm-up")
-        warmup = warm_up(servers, urls, token, graphql_body)
-        rounds, duration_s = fit_schedule(deadline, warmup)
-        results["settings"].update(rounds=rounds, duration_s=duration_s)
-        results["warmup_latency_ms"] = {f"{name}/{key}": 1000 * value for (name, key), value in warmup.items()}
         if deadline is not None:
-            log(f"{rounds} rounds x {duration_s} s per wrk run fit the deadline ({deadline - time.time():.0f} s left)")
-        cells = rounds_of_runs(servers, urls, scripts, rounds, duration_s)
-
-        log(f"stress: {STRESS_CONNECTIONS} connections")
-        stress = {
-            name: measured(
-                servers[name],
-                urls[name]["sessions"],
-                scripts["sessions"],
-                connections=STRESS_CONNECTIONS,
-                duration_s=duration_s,
-            )
-            for name in NAMES
-        }
-        if PROFILE:
-            log("profiling the service with py-spy")
-            profiles = profile_service(servers["service"], urls["service"], scripts, out_dir, duration_s)
-            results["profiles"] = [str(path) for path in profiles]
-
-        rss = worker_memory(servers)
-        results.update(rss=rss, stress=stress, bench_s=time.perf_counter() - started)
-        results["cells"] = {f"{name}/{key}": cell.runs for (name, key), cell in cells.items()}
-        table = render_table(cells, stress, rss, results)
+            # The first import (rendering every summary) is a figure of its own, not part of
+            # the load test's budget.
+            deadline += results["import"]["wall_s"]
+        bench = _Bench(env=env, workdir=workdir, out_dir=out_dir, token=token, manifest=manifest, results=results)
+        for index, workers in enumerate(WORKER_PROFILES):
+            # Each profile gets an equal share of the time left.
+            left = None if deadline is None else (deadline - time.time()) / (len(WORKER_PROFILES) - index)
+            results["profiles"][str(workers)] = bench.profile(workers, None if left is None else time.time() + left)
+        results["bench_s"] = time.perf_counter() - started
+        table = render_report(results)
         print(table)
         report.parent.mkdir(parents=True, exist_ok=True)
         report.write_text(table)
         report.with_suffix(".json").write_bytes(orjson.dumps(results, option=orjson.OPT_INDENT_2))
         log(f"report written to {report}")
     return 0
+
+
+@dataclass
+class _Bench:
+    """What the profiles share: the database, the key, the requests resolved once."""
+
+    env: dict[str, str]
+    workdir: Path
+    out_dir: Path
+    token: str
+    manifest: dict[str, Any]
+    results: dict[str, Any]
+    paths: dict[str, dict[str, str]] = field(default_factory=dict)
+    etags: dict[str, str] = field(default_factory=dict)
+
+    def profile(self, workers: int, deadline: float | None) -> dict[str, Any]:
+        """Every endpoint on the three servers, `workers` workers each (plus the crawl on
+        fresh servers, in the crawl's profile), ending before `deadline`."""
+        log(f"profile: {workers} worker(s) per server")
+        servers = build_servers(self.env, self.workdir, self.out_dir, workers=workers)
+        figures: dict[str, Any] = {"workers": workers, "startup_s": {}}
+        with contextlib.ExitStack() as running:
+            running.callback(lambda: [server.stop() for server in servers.values()])
+            for name, server in servers.items():
+                server.start()
+                figures["startup_s"][name] = server.wait_ready(self.token)
+            if workers == CRAWL_WORKERS:
+                figures["crawl"] = {name: self.crawl(servers[name]) for name in CRAWL_SERVERS}
+            if not self.paths:
+                self.resolve_requests(servers)
+            figures.update(self.load(servers, deadline, stress=workers == max(WORKER_PROFILES)))
+            figures["rss"] = worker_memory(servers)
+        return figures
+
+    def resolve_requests(self, servers: dict[str, Server]) -> None:
+        log(f"resolving page-{DEEP_PAGE} cursors")
+        timings: dict[str, Any] = {}
+        with httpx.Client(headers={"Authorization": f"Bearer {self.token}"}, timeout=60) as client:
+            for name, server in servers.items():
+                self.paths[name] = request_paths(name, client, server.base, self.manifest, timings)
+                followed = timings[name]
+                log(f"{name}: after following {followed['followed_pages']} pages in {followed['s']:.1f} s")
+            for endpoint in ENDPOINTS:
+                if endpoint.conditional_on is not None:
+                    response = client.get(servers["service"].base + self.paths["service"][endpoint.key])
+                    self.etags[endpoint.key] = response.headers["etag"]
+        self.results["cursor_following"] = timings
+        self.results["equality"] = check_same_json(servers, self.paths, self.token)
+        log("peer and floor return the service's JSON: " + ", ".join(sorted(set(self.results["equality"].values()))))
+
+    def load(self, servers: dict[str, Server], deadline: float | None, *, stress: bool) -> dict[str, Any]:
+        """Warm-up, the rounds, and (`stress`) one run per server at 256 connections."""
+        graphql_body = orjson.dumps({"query": GRAPHQL_QUERY, "variables": {"id": self.manifest["location_id"]}})
+        scripts = {
+            endpoint.key: lua_script(
+                self.workdir,
+                endpoint.key,
+                self.token,
+                graphql_body if endpoint.method == "POST" else None,
+                if_none_match=self.etags.get(endpoint.key),
+            )
+            for endpoint in ENDPOINTS
+        }
+        urls = {name: {key: servers[name].base + path for key, path in self.paths[name].items()} for name in servers}
+        log("warm-up")
+        warmup = warm_up(servers, urls, self.token, graphql_body, self.etags)
+        rounds, duration_s = fit_schedule(deadline, warmup, stress_runs=len(NAMES) if stress else 0)
+        if deadline is not None:
+            log(f"{rounds} rounds x {duration_s} s per wrk run fit the deadline ({deadline - time.time():.0f} s left)")
+        cells = rounds_of_runs(servers, urls, scripts, rounds, duration_s)
+        figures: dict[str, Any] = {
+            "rounds": rounds,
+            "duration_s": duration_s,
+            "warmup_latency_ms": {f"{name}/{key}": 1000 * value for (name, key), value in warmup.items()},
+            "cells": {f"{name}/{key}": cell.runs for (name, key), cell in cells.items()},
+        }
+        if stress:
+            log(f"stress: {STRESS_CONNECTIONS} connections")
+            figures["stress"] = {
+                name: measured(
+                    servers[name],
+                    urls[name]["sessions"],
+                    scripts["sessions"],
+                    connections=STRESS_CONNECTIONS,
+                    duration_s=duration_s,
+                )
+                for name in NAMES
+            }
+            if PROFILE:
+                log("profiling the service with py-spy")
+                profiles = profile_service(servers["service"], urls["service"], scripts, self.out_dir, duration_s)
+                figures["py_spy"] = [str(path) for path in profiles]
+        return figures
+
+    def crawl(self, server: Server) -> dict[str, Any]:
+        """Every public session once by id, CRAWL_CLIENTS at a time, on a server that has
+        answered nothing else yet, while a bystander fetches one location, one request at a
+        time, for as long as the crawl lasts."""
+        paths_file, count = crawl_paths(self.env, self.manifest, self.workdir)
+        log(f"crawl of {server.name}: {count:,} sessions, {CRAWL_CLIENTS} clients, and a bystander")
+        script = lua_script(self.workdir, "crawl", self.token, None, code=CRAWL_LUA)
+        bystander_script = lua_script(self.workdir, "bystander", self.token, None)
+        location = f"{V1}/locations/{self.manifest['location_id']}"
+        done = self.workdir / f"crawl-{server.name}.done"
+        pids = server.worker_pids()
+        before = _cpu_ticks(pids)
+        bystander = _start_wrk(
+            wrk_command(server.base + location, bystander_script, connections=1, duration_s=3600, threads=1)
+        )
+        try:
+            arguments = (str(THREADS), str(paths_file), str(done))
+            command = wrk_command(
+                server.base + "/", script, connections=CRAWL_CLIENTS, duration_s=3600, arguments=arguments
+            )
+            started = time.perf_counter()
+            crawler = _start_wrk(command)
+            # wrk runs for its whole duration whatever its threads do: each thread notes when
+            # its share is answered, and the crawl ends when every one has.
+            while crawler.poll() is None and _lines(done) < THREADS:
+                time.sleep(0.005)
+            wall_s = time.perf_counter() - started
+            crawled = _stop_wrk(crawler)
+        finally:
+            bystanding = _stop_wrk(bystander)
+        settle(server)
+        crawled.update(
+            wall_s=wall_s,
+            sessions=count,
+            cpu_ms_per_req=(_cpu_ticks(pids) - before) * 1000 / os.sysconf("SC_CLK_TCK") / count,
+            bystander=bystanding,
+        )
+        log(f"crawl of {server.name}: {wall_s:.1f} s, bystander p99 {bystanding['p99_us'] / 1000:.1f} ms")
+        return crawled
+
+
+# Each of wrk's threads takes every THREADS-th path of the file (its arguments: THREADS,
+# the paths' file, the file to note its end in), sends each once, and when all are answered
+# notes it and stops.
+CRAWL_LUA = """
+local threads = 0
+function setup(thread)
+  thread:set("part", threads)
+  threads = threads + 1
+end
+function init(args)
+  local parts = tonumber(args[1])
+  done_file = args[3]
+  paths = {}
+  local index = 0
+  for line in io.lines(args[2]) do
+    if index % parts == part then paths[#paths + 1] = line end
+    index = index + 1
+  end
+  sent, answered = 0, 0
+end
+function request()
+  sent = sent + 1
+  return wrk.format(nil, paths[math.min(sent, #paths)])
+end
+function response(status, headers, body)
+  answered = answered + 1
+  if answered == #paths then
+    local done = io.open(done_file, "a")
+    done:write("done\\n")
+    done:close()
+    wrk.thread:stop()
+  end
+end
+"""
+
+
+def _start_wrk(command: list[str]) -> subprocess.Popen[str]:
+    return subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+
+
+def _stop_wrk(process: subprocess.Popen[str]) -> dict[str, Any]:
+    """Interrupt a wrk run: it reports what it measured so far, then exits."""
+    process.send_signal(signal.SIGINT)
+    out, err = process.communicate(timeout=60)
+    return wrk_result(process.returncode, out, err)
+
+
+def _lines(path: Path) -> int:
+    try:
+        return path.read_text().count("\n")
+    except FileNotFoundError:
+        return 0
+
+
+def crawl_paths(env: dict[str, str], manifest: dict[str, Any], directory: Path) -> tuple[Path, int]:
+    """A file of the public sessions' paths, in an order unrelated to the list order."""
+    with psycopg.connect(env["DATABASE_URL"]) as connection:
+        rows = connection.execute(
+            "SELECT id FROM sessions WHERE campaign_id = %s AND visibility = 'public' ORDER BY md5(id)",
+            (manifest["campaign_id"],),
+        ).fetchall()
+    ids = [row[0] for row in rows][: CRAWL_SESSIONS or None]
+    path = directory / "crawl-paths.txt"
+    path.write_text("".join(f"{V1}/sessions/{session_id}\n" for session_id in ids))
+    return path, len(ids)
 
 
 def _ratio(numerator: float, denominator: float) -> str:
@@ -856,23 +1077,63 @@ def _row(*cells: object) -> str:
     return "| " + " | ".join(str(cell) for cell in cells) + " |"
 
 
-def render_table(
-    cells: dict[tuple[str, str], Cell],
-    stress: dict[str, dict[str, Any]],
-    rss: dict[str, Any],
-    results: dict[str, Any],
-) -> str:
+def render_report(results: dict[str, Any]) -> str:
     settings, manifest, imported = results["settings"], results["manifest"], results["import"]
     others = manifest["counts"]["sessions"] - manifest["public_sessions"]
     lines = [
         "# Benchmark: service vs peer vs floor",
         "",
-        f"{settings['cpus']} CPUs; each server 2 uvicorn workers; PostgreSQL 15 and Redis on the same machine. "
-        f"wrk -t{settings['threads']} -c{settings['connections']}, {settings['rounds']} alternating rounds x "
-        f"{settings['duration_s']} s per endpoint per server (timeout {settings['wrk_timeout']}); req/s over all "
-        "rounds, latency = median over rounds of wrk's per-round percentile.",
+        f"{settings['cpus']} CPUs; PostgreSQL 15 and Redis on the same machine. wrk -t{settings['threads']} "
+        f"-c{settings['connections']} (timeout {settings['wrk_timeout']}), alternating rounds per endpoint per "
+        "server; req/s over all rounds, latency = median over rounds of wrk's per-round percentile.",
         f"Data: {manifest['public_sessions']:,} public sessions (+{others:,} private/other), "
         f"{manifest['counts']['locations']:,} locations, export {manifest['bytes'] / 1e6:.0f} MB.",
+        "",
+    ]
+    for figures in results["profiles"].values():
+        lines += render_profile(figures)
+    loads = [
+        run["loadavg_1m"]
+        for figures in results["profiles"].values()
+        for runs in figures["cells"].values()
+        for run in runs
+    ]
+    following = ", ".join(
+        f"{name} followed {timing['followed_pages']} pages in {timing['s']:.1f} s"
+        for name, timing in results["cursor_following"].items()
+    )
+    equality = "; ".join(f"{key}: {verdict}" for key, verdict in sorted(results["equality"].items()))
+    lines += [
+        "",
+        "Machine load (1-min loadavg; the benchmark itself accounts for ~3-4 of it): before the run "
+        f"{' '.join(results['loadavg_before'])}, during the rounds {min(loads):.1f}-{max(loads):.1f}. "
+        "Other jobs on a shared machine show up here: compare ratios, not absolute numbers.",
+        "",
+        f"Import (`campaign-api import`, {manifest['bytes'] / 1e6:.0f} MB, every summary rendered on every core): "
+        f"{imported['wall_s']:.1f} s, CPU {imported['cpu_s']:.0f} s, peak RSS {imported['peak_rss_mb']:.0f} MB "
+        f"(its processes together; largest one {imported['largest_process_rss_mb']:.0f} MB). "
+        f"VACUUM ANALYZE: {results['vacuum_s']:.1f} s. "
+        f"Generation (when the export was written): {manifest.get('generate_s', 'n/a')} s. "
+        f"run.py wall time: {results['bench_s']:.0f} s.",
+        f"Page-{DEEP_PAGE} cursors: {following}"
+        + (
+            f" (service: then the next_cursor of page {DEEP_PAGE - 1} served from an offset cursor)"
+            if results["cursor_following"]["service"].get("jumped")
+            else ""
+        )
+        + " (peer: its offset cursor, computed).",
+        f"Equality with the service before timing: {equality}.",
+        "",
+    ]
+    return "\n".join(lines)
+
+
+def render_profile(figures: dict[str, Any]) -> list[str]:
+    """The tables of one worker profile."""
+    cells = {tuple(key.split("/")): Cell(runs) for key, runs in figures["cells"].items()}
+    workers = figures["workers"]
+    lines = [
+        f"## {workers} worker(s) per server ({figures['rounds']} rounds x {figures['duration_s']} s per run)",
         "",
         _row(
             "endpoint",
@@ -893,19 +1154,19 @@ def render_table(
     ]
     for endpoint in ENDPOINTS:
         found = {name: cells[(name, endpoint.key)] for name in NAMES if (name, endpoint.key) in cells}
-        figures: list[str] = []
+        figures_row: list[str] = []
         for name in NAMES:
             cell = found.get(name)
-            figures += (
+            figures_row += (
                 [f"{cell.rps:,.0f}", f"{cell.latency_ms('p50_us'):.1f}", f"{cell.latency_ms('p99_us'):.1f}"]
                 if cell
                 else ["-", "-", "-"]
             )
         ratios = [_ratio(found["service"].rps, found[n].rps) if n in found else "-" for n in ("peer", "floor")]
         errors = "/".join(str(found[n].errors) if n in found else "-" for n in NAMES)
-        lines.append(_row(endpoint.label, *figures, *ratios, errors))
+        lines.append(_row(endpoint.label, *figures_row, *ratios, errors))
 
-    warmup = results["warmup_latency_ms"]
+    warmup = figures["warmup_latency_ms"]
     lines += [
         "",
         "CPU ms/req: CPU time of the uvicorn workers only (not PostgreSQL or Redis) from wrk's start until the "
@@ -942,6 +1203,7 @@ def render_table(
         cell = cells.get((name, key))
         return cell.latency_ms("p50_us") if cell else float("nan")
 
+    rss, stress = figures["rss"], figures.get("stress")
     lines += [
         "",
         _row("", *NAMES),
@@ -959,42 +1221,54 @@ def render_table(
             *(", ".join(f"{w['rss_mb']:.0f} ({w['hwm_mb']:.0f})" for w in rss[n]) for n in NAMES),
         ),
         _row(
-            f"errors at {STRESS_CONNECTIONS} connections, sessions list (non-2xx + socket)",
-            *(f"{stress[n]['errors']} of {stress[n]['requests']:,}" for n in NAMES),
-        ),
-        _row(
-            f"req/s and p99 ms at {STRESS_CONNECTIONS} connections",
-            *(f"{stress[n]['rps']:,.0f} / {stress[n]['p99_us'] / 1000:.0f}" for n in NAMES),
+            "start-up until every worker answers, s",
+            *(f"{figures['startup_s'][n]:.1f}" for n in NAMES),
         ),
     ]
-    loads = [run["loadavg_1m"] for cell in cells.values() for run in cell.runs]
-    startup = ", ".join(f"{name} {seconds:.1f} s" for name, seconds in results["startup_s"].items())
-    following = ", ".join(
-        f"{name} followed {timing['followed_pages']} pages in {timing['s']:.1f} s"
-        for name, timing in results["cursor_following"].items()
-    )
-    equality = "; ".join(f"{key}: {verdict}" for key, verdict in sorted(results["equality"].items()))
-    lines += [
+    if stress is not None:
+        lines += [
+            _row(
+                f"errors at {STRESS_CONNECTIONS} connections, sessions list (non-2xx + socket)",
+                *(f"{stress[n]['errors']} of {stress[n]['requests']:,}" for n in NAMES),
+            ),
+            _row(
+                f"req/s and p99 ms at {STRESS_CONNECTIONS} connections",
+                *(f"{stress[n]['rps']:,.0f} / {stress[n]['p99_us'] / 1000:.0f}" for n in NAMES),
+            ),
+        ]
+    if "crawl" in figures:
+        lines += render_crawl(figures["crawl"])
+    lines.append("")
+    return lines
+
+
+def render_crawl(crawl: dict[str, dict[str, Any]]) -> list[str]:
+    service, floor = crawl["service"], crawl["floor"]
+    lines = [
         "",
-        "Machine load (1-min loadavg; the benchmark itself accounts for ~3-4 of it): before the run "
-        f"{' '.join(results['loadavg_before'])}, during the rounds {min(loads):.1f}-{max(loads):.1f}. "
-        "Other jobs on a shared machine show up here: compare ratios, not absolute numbers.",
+        f"Crawl: each of {service['sessions']:,} public sessions once by id, {CRAWL_CLIENTS} clients, on a freshly "
+        "started server, while a bystander fetches one location (1 connection, one request at a time). "
+        "Targets: crawl wall time <= 2x the floor's, bystander p99 <= 20 ms.",
         "",
-        f"Import (`campaign-api import`, {manifest['bytes'] / 1e6:.0f} MB): {imported['wall_s']:.1f} s, "
-        f"peak RSS {imported['peak_rss_mb']:.0f} MB. VACUUM ANALYZE: {results['vacuum_s']:.1f} s. "
-        f"Generation (when the export was written): {manifest.get('generate_s', 'n/a')} s. "
-        f"run.py wall time: {results['bench_s']:.0f} s.",
-        f"Server start-up until both workers answer: {startup}. Page-{DEEP_PAGE} cursors: {following}"
-        + (
-            f" (service: then the next_cursor of page {DEEP_PAGE - 1} served from an offset cursor)"
-            if results["cursor_following"]["service"].get("jumped")
-            else ""
+        _row("server", "crawl s", "req/s", "CPU ms/req", "errors", "bystander p50 ms", "p99 ms", "max ms"),
+        "|---|--:|--:|--:|--:|--:|--:|--:|",
+    ]
+    for name, figures in crawl.items():
+        bystander = figures["bystander"]
+        lines.append(
+            _row(
+                name,
+                f"{figures['wall_s']:.1f}",
+                f"{figures['rps']:,.0f}",
+                f"{figures['cpu_ms_per_req']:.2f}",
+                figures["errors"],
+                f"{bystander['p50_us'] / 1000:.1f}",
+                f"{bystander['p99_us'] / 1000:.1f}",
+                f"{bystander['max_us'] / 1000:.1f}",
+            )
         )
-        + " (peer: its offset cursor, computed).",
-        f"Equality with the service before timing: {equality}.",
-        "",
-    ]
-    return "\n".join(lines)
+    lines.append(f"Crawl wall time service / floor: {_ratio(service['wall_s'], floor['wall_s'])}.")
+    return lines
 
 
 def main(argv: list[str] | None = None) -> int:

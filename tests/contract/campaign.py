@@ -348,14 +348,19 @@ NOT_FOUND_BODY = {
     "factions": "Entity not found",
     "items": "Entity not found",
 }
+# The change feed (contract §10.2): a list endpoint with the lists' rules.
+FEED_PATH = "changes"
 LIST_FAILED_BODY = {
     "sessions": "Failed to fetch sessions",
     "characters": "Failed to fetch characters",
     "locations": "Failed to fetch locations",
     "factions": "Failed to fetch factions",
     "items": "Failed to fetch items",
+    FEED_PATH: "Failed to fetch changes",
 }
 RECORD_FAILED_BODY = {**LIST_FAILED_BODY, "sessions": "Failed to fetch session"}
 RESOURCE_PATHS = tuple(LISTS)
-# The ten v1 endpoints, as paths relative to /api/public/v1 (records: a visible id).
-ENDPOINT_PATHS = (*RESOURCE_PATHS, *(f"{path}/{VISIBLE_ID[path]}" for path in RESOURCE_PATHS))
+LIST_PATHS = (*RESOURCE_PATHS, FEED_PATH)
+# The ten v1 endpoints and the feed, as paths relative to /api/public/v1 (records: a
+# visible id).
+ENDPOINT_PATHS = (*LIST_PATHS, *(f"{path}/{VISIBLE_ID[path]}" for path in RESOURCE_PATHS))

@@ -17,6 +17,7 @@ from sqlalchemy.engine import make_url
 from tests.contract.campaign import (
     ENDPOINT_PATHS,
     LIST_FAILED_BODY,
+    LIST_PATHS,
     RECORD_FAILED_BODY,
     RESOURCE_PATHS,
 )
@@ -41,9 +42,9 @@ UNAVAILABLE_GRAPHQL = (
     b'{"errors":[{"message":"Public API temporarily unavailable","extensions":{"code":"UNAVAILABLE"}}]}'
 )
 UNKNOWN_TOKEN = "cpk_" + "b" * 12 + "_" + "B" * 43
-# (path, exact 500 body) for the ten endpoints: lists first, then single records.
+# (path, exact 500 body) for the ten endpoints and the feed: lists first, then single records.
 FAILED_BODIES = [
-    *(LIST_FAILED_BODY[path] for path in RESOURCE_PATHS),
+    *(LIST_FAILED_BODY[path] for path in LIST_PATHS),
     *(RECORD_FAILED_BODY[path] for path in RESOURCE_PATHS),
 ]
 ENDPOINTS = list(zip(ENDPOINT_PATHS, FAILED_BODIES, strict=True))

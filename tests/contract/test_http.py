@@ -6,12 +6,12 @@ from typing import Any
 
 import pytest
 
-from tests.contract.campaign import LIST_FAILED_BODY, NOT_FOUND_BODY, RECORD_FAILED_BODY, RESOURCE_PATHS
+from tests.contract.campaign import FEED_PATH, LIST_FAILED_BODY, NOT_FOUND_BODY, RECORD_FAILED_BODY, RESOURCE_PATHS
 from tests.contract.client import API_PREFIX, ApiClient, assert_error, assert_no_rate_headers, json_of
 
 pytestmark = pytest.mark.xdist_group("contract")
 
-LIST_PATHS = {f"{API_PREFIX}/{path}": path for path in RESOURCE_PATHS}
+LIST_PATHS = {f"{API_PREFIX}/{path}": path for path in (*RESOURCE_PATHS, FEED_PATH)}
 RECORD_PATHS = {f"{API_PREFIX}/{path}/{{id}}": path for path in RESOURCE_PATHS}
 
 
@@ -64,7 +64,7 @@ class TestOpenApi:
         assert response.status_code == 200
         return json_of(response)  # type: ignore[no-any-return]
 
-    def test_lists_exactly_the_ten_get_endpoints(self, document: dict[str, Any]) -> None:
+    def test_lists_exactly_the_ten_get_endpoints_and_the_feed(self, document: dict[str, Any]) -> None:
         assert set(document["paths"]) == set(LIST_PATHS) | set(RECORD_PATHS)
         for operations in document["paths"].values():
             assert set(operations) == {"get"}
@@ -72,10 +72,10 @@ class TestOpenApi:
     def test_documented_statuses_are_the_possible_ones(self, document: dict[str, Any]) -> None:
         for path in LIST_PATHS:
             statuses = set(document["paths"][path]["get"]["responses"])
-            assert statuses == {"200", "400", "401", "429", "500", "503"}
+            assert statuses == {"200", "304", "400", "401", "429", "500", "503"}
         for path in RECORD_PATHS:
             statuses = set(document["paths"][path]["get"]["responses"])
-            assert statuses == {"200", "401", "404", "429", "500", "503"}
+            assert statuses == {"200", "304", "401", "404", "429", "500", "503"}
 
     def test_every_operation_requires_the_bearer_scheme(self, document: dict[str, Any]) -> None:
         schemes = document["components"]["securitySchemes"]
@@ -89,7 +89,12 @@ class TestOpenApi:
         for path, operations in document["paths"].items():
             ok = operations["get"]["responses"]["200"]
             assert "schema" in ok["content"]["application/json"]
-            assert set(ok["headers"]) == (rate_and_id | {"Link"} if path in LIST_PATHS else rate_and_id)
+            expected = rate_and_id | {"ETag"}
+            assert set(ok["headers"]) == (expected | {"Link"} if path in LIST_PATHS else expected)
+            not_modified = operations["get"]["responses"]["304"]
+            assert "content" not in not_modified and set(not_modified["headers"]) == expected
+            conditions = [p for p in operations["get"]["parameters"] if p["name"] == "If-None-Match"]
+            assert [(p["in"], p["required"]) for p in conditions] == [("header", False)]
 
     def test_short_operation_ids_and_a_server_for_generators(self, document: dict[str, Any]) -> None:
         assert document["servers"] == [{"url": "/", "description": "The host that serves this document"}]
@@ -117,6 +122,11 @@ class TestOpenApi:
             assert parameters["limit"]["schema"]["default"] == 50
             assert parameters["cursor"]["schema"]["type"] == "string"
             assert not any(p["required"] for p in parameters.values())
+        # The feed's cursor is where to resume: it is never null.
+        feed = document["paths"][f"{API_PREFIX}/{FEED_PATH}"]["get"]["responses"]["200"]["content"]["application/json"]
+        pagination = document["components"]["schemas"]["FeedPagination"]["properties"]
+        assert feed["schema"] == {"$ref": "#/components/schemas/ChangeList"}
+        assert pagination["next_cursor"]["type"] == "string"
 
     def test_error_examples_are_the_exact_bodies(self, document: dict[str, Any]) -> None:
         def examples(operation: dict[str, Any], status: str) -> list[Any]:

@@ -6,6 +6,8 @@ and sets what it needs, against a fresh migrated database per backend.
 
 from __future__ import annotations
 
+import asyncio
+import io
 import json
 import logging
 import os
@@ -28,15 +30,18 @@ import pytest
 import uvicorn
 from sqlalchemy.engine import make_url
 
-from engine.cli import main
+from engine.cli import _ProgressLine, main
+from engine.db import Database
 from engine.http_protocol import BoundedHttpToolsProtocol
 from engine.keys import hash_secret
+from engine.record_writer import WriteProgress
+from engine.rendering import CURRENT_RENDERER
 from engine.settings import Settings
 from tests.cluster.sentinel import sentinel_group
 from tests.conftest import TEST_PEPPER
 from tests.contract.server import free_port
 from tests.databases import BACKENDS, migrated_database
-from tests.factories import unique_id
+from tests.factories import age_renderings, unique_id
 from tests.services import POSTGRES_ADMIN_URL, REDIS_URL, require_service
 
 TOKEN = re.compile(r"cpk_([a-z2-7]{12})_([A-Za-z0-9_-]{43})")
@@ -131,9 +136,10 @@ def one_line(text: str) -> str:
     return lines[0]
 
 
-def summary_rows(out: str) -> dict[str, tuple[int, int]]:
+def summary_rows(out: str) -> dict[str, tuple[int, ...]]:
+    """records -> (created, updated, unchanged, deleted), from the summary table."""
     rows = [line.split() for line in out.splitlines()]
-    return {row[0]: (int(row[1]), int(row[2])) for row in rows if len(row) == 3 and row[1].isdigit()}
+    return {row[0]: tuple(map(int, row[1:])) for row in rows if len(row) == 5 and row[1].isdigit()}
 
 
 def write_export(directory: Path, prefix: str, *, bad_title: bool = False) -> Path:
@@ -193,21 +199,23 @@ class TestDbUpgrade:
 
 
 class TestImport:
-    def test_prints_created_then_updated(self, configured: pytest.MonkeyPatch, cli: Cli, tmp_path: Path) -> None:
+    def test_prints_created_then_unchanged(self, configured: pytest.MonkeyPatch, cli: Cli, tmp_path: Path) -> None:
         export = write_export(tmp_path, unique_id("cli"))
         first = cli("import", export)
         assert (first.code, first.err) == (0, "")
         assert summary_rows(first.out) == {
-            "users": (1, 0),
-            "campaigns": (1, 0),
-            "sessions": (1, 0),
-            "locations": (0, 0),
-            "characters": (0, 0),
-            "factions": (0, 0),
-            "items": (0, 0),
+            "users": (1, 0, 0, 0),
+            "campaigns": (1, 0, 0, 0),
+            "sessions": (1, 0, 0, 0),
+            "locations": (0, 0, 0, 0),
+            "characters": (0, 0, 0, 0),
+            "factions": (0, 0, 0, 0),
+            "items": (0, 0, 0, 0),
         }
+        assert first.out.splitlines()[-1] == "rendered 1 records (0.0 MB of Markdown)"
         second = cli("import", export)
-        assert summary_rows(second.out)["sessions"] == (0, 1)
+        assert summary_rows(second.out)["sessions"] == (0, 0, 1, 0)
+        assert second.out.splitlines()[-1] == "rendered 0 records (0.0 MB of Markdown)"
 
     def test_invalid_record_is_one_line_and_nothing_is_written(
         self, configured: pytest.MonkeyPatch, cli: Cli, tmp_path: Path
@@ -232,6 +240,85 @@ class TestImport:
     def test_missing_file(self, configured: pytest.MonkeyPatch, cli: Cli) -> None:
         failed = cli("import", "nowhere.json")
         assert (failed.code, one_line(failed.err)) == (1, "campaign-api: error: cannot read nowhere.json: no such file")
+
+
+    def test_replace_prints_what_it_deleted(self, configured: pytest.MonkeyPatch, cli: Cli, tmp_path: Path) -> None:
+        prefix = unique_id("cli")
+        export = json.loads(write_export(tmp_path, prefix).read_text(encoding="utf-8"))
+        extra = {**export["sessions"][0], "id": f"{prefix}-s2"}
+        full = tmp_path / "full.json"
+        full.write_text(json.dumps({**export, "sessions": [*export["sessions"], extra]}), encoding="utf-8")
+        assert summary_rows(cli("import", full).out)["sessions"] == (2, 0, 0, 0)
+        replaced = cli("import", write_export(tmp_path, prefix), "--replace")
+        assert (replaced.code, replaced.err) == (0, "")
+        assert summary_rows(replaced.out)["sessions"] == (0, 0, 1, 1)
+
+
+class TestProgress:
+    def test_a_log_gets_a_line_with_throughput_once_the_work_is_long(self) -> None:
+        stream = io.StringIO()
+        line = _ProgressLine(stream, noun="records imported")
+        line(WriteProgress(records=500, rendered_records=400, rendered_bytes=2_000_000, elapsed_s=1.0))
+        assert stream.getvalue() == ""  # short work shows nothing
+        line(WriteProgress(records=2_000, rendered_records=1_500, rendered_bytes=8_000_000, elapsed_s=4.0))
+        line(WriteProgress(records=2_500, rendered_records=2_000, rendered_bytes=9_000_000, elapsed_s=4.5))
+        line.finish()
+        assert stream.getvalue() == (
+            "2,000 records imported (500/s); rendered 1,500 (8.0 MB of Markdown, 2.00 MB/s) in 4 s\n"
+        )
+
+
+class TestStaleRenderings:
+    """A database rendered by an older renderer (or before rendering moved to write time)."""
+
+    @pytest.fixture(params=BACKENDS)
+    def stale_database(
+        self, request: pytest.FixtureRequest, unconfigured: pytest.MonkeyPatch, tmp_path: Path, cli: Cli
+    ) -> Iterator[str]:
+        with migrated_database(request.param, tmp_path) as url:
+            unconfigured.setenv("DATABASE_URL", url)
+            unconfigured.setenv("API_KEY_PEPPER", TEST_PEPPER)
+            with resources.as_file(DEMO_EXPORT) as export:
+                assert cli("import", export).code == 0
+            settings = Settings(_env_file=None, database_url=url)  # type: ignore[call-arg]
+            asyncio.run(_age(settings, array="sessions", record_ids=["ash-s01", "ash-s02"]))
+            yield url
+
+    def test_serve_refuses_check_reports_upgrade_renders(
+        self, stale_database: str, served: list[dict[str, Any]], cli: Cli
+    ) -> None:
+        refused = cli("serve")
+        assert (refused.code, refused.out, served) == (1, "", [])
+        assert one_line(refused.err) == (
+            "campaign-api: error: not serving: 2 stored record(s) were rendered by an older Markdown renderer "
+            f"than this campaign-api's (version {CURRENT_RENDERER}), or never: run `campaign-api db upgrade`"
+        )
+        checked = cli("check")
+        assert checked.code == 1
+        assert one_line(checked.err).startswith("problem: 2 stored record(s) were rendered by an older")
+
+        upgraded = cli("db", "upgrade")
+        assert (upgraded.code, upgraded.err) == (0, "")
+        assert upgraded.out.splitlines()[-1].startswith("rendered 2 records again (0.0 MB of Markdown)")
+        assert cli("serve").code == 0 and len(served) == 1
+
+    def test_serve_refuses_a_database_behind_the_migrations(
+        self, unconfigured: pytest.MonkeyPatch, served: list[dict[str, Any]], cli: Cli, tmp_path: Path
+    ) -> None:
+        with migrated_database("sqlite", tmp_path, revision="0001") as url:
+            unconfigured.setenv("DATABASE_URL", url)
+            refused = cli("serve")
+        assert (refused.code, served) == (1, [])
+        assert "at 0001, head is 0002 (run `campaign-api db upgrade`)" in one_line(refused.err)
+
+
+async def _age(settings: Settings, *, array: str, record_ids: list[str]) -> None:
+    database = Database(settings)
+    try:
+        async with database.session() as db:
+            await age_renderings(db, array=array, record_ids=record_ids)
+    finally:
+        await database.dispose()
 
 
 class TestKeys:
@@ -310,7 +397,8 @@ class TestCheck:
     def test_all_ok(self, configured: pytest.MonkeyPatch, cli: Cli) -> None:
         result = cli("check")
         assert (result.code, result.err) == (0, "")
-        assert [line.split(":")[0] for line in result.out.splitlines()] == ["ok", "ok", "ok"]
+        assert [line.split(":")[0] for line in result.out.splitlines()] == ["ok", "ok", "ok", "ok"]
+        assert "ok: stored renderings: all from the current Markdown renderer" in result.out.splitlines()
 
     @pytest.mark.parametrize("pepper", [None, "too-short"])
     def test_pepper_problem_is_one_line(self, configured: pytest.MonkeyPatch, cli: Cli, pepper: str | None) -> None:
@@ -323,7 +411,7 @@ class TestCheck:
         problem = one_line(result.err)
         assert problem.startswith("problem: API_KEY_PEPPER")
         assert pepper is None or pepper not in problem
-        assert len(result.out.splitlines()) == 2  # database and Redis are fine
+        assert len(result.out.splitlines()) == 3  # database, renderings and Redis are fine
 
     @pytest.mark.parametrize(
         "database_url", ["postgresql://postgres@127.0.0.1:1/campaign", "sqlite:///missing-dir/campaign.db"]
@@ -356,7 +444,10 @@ class TestCheck:
         problem = one_line(result.err)
         assert problem.startswith(f"problem: {variable}") and said in problem, problem
         assert "s3cret" not in problem
-        assert len(result.out.splitlines()) == 2  # the other two checks still ran
+        # The other checks still ran, and passed.
+        checked = result.out.splitlines()
+        assert checked and all(line.startswith("ok: ") for line in checked)
+        assert "API_KEY_PEPPER" in checked[-1]
 
     def test_redis_behind_sentinel(self, configured: pytest.MonkeyPatch, cli: Cli, tmp_path: Path) -> None:
         with sentinel_group(tmp_path, replicas=0, sentinels=1, quorum=1) as group:

@@ -9,7 +9,6 @@ from __future__ import annotations
 import json
 from datetime import UTC, datetime
 from importlib import resources
-from pathlib import Path
 from typing import Any
 
 import pytest
@@ -17,74 +16,20 @@ from sqlalchemy import func, select
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from engine.errors import InvalidExport
-from engine.importer import BATCH_SIZE, ImportSummary, RecordCounts, import_campaign_export
-from engine.tables import Campaign, Character, Faction, Item, Location, Session, User
-from tests.factories import unique_id
-
-ALL_TABLES: tuple[Any, ...] = (User, Campaign, Session, Location, Character, Faction, Item)
-DEMO_EXPORT = resources.files("engine") / "demo" / "campaign.json"
-DROP = object()  # a field value meaning "leave the field out"
-
-
-def _record(defaults: dict[str, Any], fields: dict[str, Any]) -> dict[str, Any]:
-    return {name: value for name, value in {**defaults, **fields}.items() if value is not DROP}
-
-
-def user(user_id: str = "@u", **fields: Any) -> dict[str, Any]:
-    return _record({"id": user_id, "name": "Mara"}, fields)
-
-
-def campaign(campaign_id: str = "@c", **fields: Any) -> dict[str, Any]:
-    return _record({"id": campaign_id, "name": "Ashfall", "owner_id": "@u"}, fields)
-
-
-def session(session_id: str = "@s1", **fields: Any) -> dict[str, Any]:
-    defaults = {
-        "id": session_id,
-        "campaign_id": "@c",
-        "title": "Smoke on the Ridge",
-        "status": "completed",
-        "session_type": "audio",
-        "visibility": "public",
-    }
-    return _record(defaults, fields)
-
-
-def entity(entity_id: str = "@l1", **fields: Any) -> dict[str, Any]:
-    return _record({"id": entity_id, "campaign_id": "@c", "name": "Emberhold", "type": "settlement"}, fields)
-
-
-def base_export(**arrays: list[Any]) -> dict[str, list[Any]]:
-    """A valid export (one user, campaign, session, location) with `arrays` replaced."""
-    export: dict[str, list[Any]] = {
-        "users": [user()],
-        "campaigns": [campaign()],
-        "sessions": [session()],
-        "locations": [entity()],
-    }
-    return {**export, **arrays}
-
-
-class ExportFiles:
-    """Writes exports into tmp_path, turning "@" into this test's id prefix."""
-
-    def __init__(self, directory: Path) -> None:
-        self.directory = directory
-        self.prefix = unique_id("imp") + "-"
-
-    def ids(self, text: str) -> str:
-        return text.replace("@", self.prefix)
-
-    def write(self, export: dict[str, Any] | str, name: str = "export.json") -> Path:
-        text = export if isinstance(export, str) else json.dumps(export)
-        path = self.directory / name
-        path.write_text(self.ids(text), encoding="utf-8")
-        return path
-
-
-@pytest.fixture
-def files(tmp_path: Path) -> ExportFiles:
-    return ExportFiles(tmp_path)
+from engine.importer import BATCH_SIZE, ImportSummary, import_campaign_export
+from engine.record_writer import WriteCounts, WriteProgress
+from engine.tables import Campaign, Character, Item, Location, Session
+from tests.engine.exports import (
+    ALL_TABLES,
+    DEMO_EXPORT,
+    DROP,
+    ExportFiles,
+    base_export,
+    campaign,
+    entity,
+    session,
+    user,
+)
 
 
 async def row_counts(db: AsyncSession) -> dict[str, int]:
@@ -97,8 +42,13 @@ async def fetch(db: AsyncSession, table: Any, record_id: str) -> Any:
     return (await db.execute(statement)).scalar_one()
 
 
-def counts(summary: ImportSummary) -> dict[str, tuple[int, int]]:
-    return {array: (c.created, c.updated) for array, c in summary.counts.items() if c.created or c.updated}
+def counts(summary: ImportSummary) -> dict[str, tuple[int, int, int]]:
+    """(created, updated, unchanged) of every array the import touched."""
+    return {
+        array: (c.created, c.updated, c.unchanged)
+        for array, c in summary.counts.items()
+        if c.created or c.updated or c.unchanged
+    }
 
 
 class TestImport:
@@ -122,13 +72,13 @@ class TestImport:
         summary = await import_campaign_export(db, source=files.write(export))
 
         assert counts(summary) == {
-            "users": (1, 0),
-            "campaigns": (1, 0),
-            "sessions": (2, 0),
-            "locations": (1, 0),
-            "characters": (1, 0),
-            "factions": (1, 0),
-            "items": (1, 0),
+            "users": (1, 0, 0),
+            "campaigns": (1, 0, 0),
+            "sessions": (2, 0, 0),
+            "locations": (1, 0, 0),
+            "characters": (1, 0, 0),
+            "factions": (1, 0, 0),
+            "items": (1, 0, 0),
         }
         assert summary.total == 8
         first = await fetch(db, Session, files.ids("@s1"))
@@ -162,10 +112,10 @@ class TestImport:
         summary = await import_campaign_export(db, source=files.write(export))
 
         assert counts(summary) == {
-            "users": (0, 1),
-            "campaigns": (0, 1),
-            "sessions": (1, 1),
-            "locations": (0, 1),
+            "users": (0, 0, 1),
+            "campaigns": (0, 0, 1),
+            "sessions": (1, 1, 0),
+            "locations": (0, 1, 0),
         }
         stored = await fetch(db, Session, files.ids("@s1"))
         # An explicit null replaces the stored timestamp: the export is the new truth.
@@ -182,11 +132,11 @@ class TestImport:
         }
         summary = await import_campaign_export(db, source=files.write(export))
         assert counts(summary) == {
-            "users": (1, 0),
-            "campaigns": (1, 0),
-            "sessions": (1, 0),
-            "locations": (1, 0),
-            "items": (1, 0),
+            "users": (1, 0, 0),
+            "campaigns": (1, 0, 0),
+            "sessions": (1, 0, 0),
+            "locations": (1, 0, 0),
+            "items": (1, 0, 0),
         }
 
     async def test_campaign_without_owner(self, db: AsyncSession, files: ExportFiles) -> None:
@@ -206,16 +156,20 @@ class TestImport:
         await import_campaign_export(db, source=files.write(base_export(), "first.json"))
         later = {"locations": [entity("@child", parent_id="@l1")]}
         summary = await import_campaign_export(db, source=files.write(later, "later.json"))
-        assert counts(summary) == {"locations": (1, 0)}
+        assert counts(summary) == {"locations": (1, 0, 0)}
 
     async def test_batches_and_progress(self, db: AsyncSession, files: ExportFiles) -> None:
         many = [session(f"@s{n}", summary="x" * 100) for n in range(BATCH_SIZE * 2 + 34)]
-        reported: list[int] = []
+        reported: list[WriteProgress] = []
         summary = await import_campaign_export(
             db, source=files.write(base_export(sessions=many)), progress=reported.append
         )
-        assert summary.counts["sessions"] == RecordCounts(created=len(many), updated=0)
-        assert reported == sorted(reported) and reported[-1] == summary.total == len(many) + 3
+        assert summary.counts["sessions"] == WriteCounts(created=len(many))
+        records = [progress.records for progress in reported]
+        assert records == sorted(records) and records[-1] == summary.total == len(many) + 3
+        # Every summary was rendered, once; the demo-sized summaries stay in this process.
+        assert reported[-1].rendered_records == summary.rendered_records == len(many) + 1
+        assert reported[-1].rendered_bytes == summary.rendered_bytes == 100 * len(many)
         assert await db.scalar(select(func.count()).where(Session.id.startswith(files.prefix))) == len(many)
 
     async def test_bundled_demo_imports_cleanly(self, db: AsyncSession) -> None:

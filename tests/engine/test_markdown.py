@@ -625,10 +625,6 @@ class TestNoPublicContent:
 
 
 class TestRenderPublic:
-    def test_memoized(self) -> None:
-        raw = "Memo test\n\n:::gm\nCANARY\n:::"
-        assert render_public(raw) is render_public("".join(["Memo test\n\n", ":::gm\nCANARY\n:::"]))
-
     def test_lone_surrogate_does_not_break_hashing(self) -> None:
         assert render_public("a \ud800 b").markdown == "a \ud800 b\n"
 

@@ -62,16 +62,16 @@ def _statements(campaign: str) -> list[tuple[str, ReadStatement, dict[str, Any]]
     session_seek = {"after_date": at(2021, hour=3), "after_id": f"{campaign}_s3"}
     entity_seek = {"after_name": "Place 1", "after_id": f"{campaign}_l1"}
     cases: list[tuple[str, ReadStatement, dict[str, Any]]] = [
-        ("session by id", records._session_by_id(True), {"campaign_id": campaign, "record_id": f"{campaign}_s1"}),
-        ("sessions first", records._session_page(False, Shape.FIRST), page),
-        ("sessions offset", records._session_page(True, Shape.OFFSET), {**page, "offset": 2}),
-        ("sessions seek", records._session_page(False, Shape.SEEK), {**page, **session_seek}),
-        ("sessions seek undated", records._session_page(False, Shape.SEEK_NULL), {**page, "after_id": ""}),
-        ("location by id", records._entity_by_id(EntityKind.LOCATION, True),
+        ("session by id", records._session_by_id(True, True), {"campaign_id": campaign, "record_id": f"{campaign}_s1"}),
+        ("sessions first", records._session_page(False, False, Shape.FIRST), page),
+        ("sessions offset", records._session_page(True, False, Shape.OFFSET), {**page, "offset": 2}),
+        ("sessions seek", records._session_page(False, False, Shape.SEEK), {**page, **session_seek}),
+        ("sessions seek undated", records._session_page(False, False, Shape.SEEK_NULL), {**page, "after_id": ""}),
+        ("location by id", records._entity_by_id(EntityKind.LOCATION, True, True),
          {"campaign_id": campaign, "record_id": f"{campaign}_l1"}),
-        ("locations seek", records._entity_page(EntityKind.LOCATION, False, Shape.SEEK),
+        ("locations seek", records._entity_page(EntityKind.LOCATION, False, False, Shape.SEEK),
          {**page, **entity_seek, "after_sort": 1}),
-        ("locations seek unordered", records._entity_page(EntityKind.LOCATION, True, Shape.SEEK_NULL),
+        ("locations seek unordered", records._entity_page(EntityKind.LOCATION, True, False, Shape.SEEK_NULL),
          {**page, **entity_seek}),
         ("children", records._VISIBLE_CHILDREN,
          {"campaign_id": campaign, "ids": [f"{campaign}_l0", "absent"], "size": 100}),
@@ -100,10 +100,10 @@ async def test_seek_rows_follow_the_list_order(database: Database, campaign_id: 
     """The seek shape returns the rows after the key in list order, as the offset shape does."""
     page = {"campaign_id": campaign_id, "size": 100}
     async with database.reader() as reader:
-        everything = await reader.fetch(records._session_page(False, Shape.FIRST), page)
+        everything = await reader.fetch(records._session_page(False, False, Shape.FIRST), page)
         third = everything[2]
         after = await reader.fetch(
-            records._session_page(False, Shape.SEEK if third.recording_date else Shape.SEEK_NULL),
+            records._session_page(False, False, Shape.SEEK if third.recording_date else Shape.SEEK_NULL),
             {**page, "after_date": third.recording_date, "after_id": third.id},
         )
     assert [row.id for row in after] == [row.id for row in everything[3:]]
@@ -121,7 +121,7 @@ async def test_a_connection_the_database_dropped_is_replaced_without_an_error(po
     database = Database(settings)
     try:
         async with database.reader() as reader:
-            await reader.fetch(records._session_page(False, Shape.FIRST), {"campaign_id": "none", "size": 1})
+            await reader.fetch(records._session_page(False, False, Shape.FIRST), {"campaign_id": "none", "size": 1})
         # The pooled connection's server process is ended, as a database restart would.
         url = make_url(settings.database_url).set(drivername="postgresql")
         with psycopg.connect(url.render_as_string(hide_password=False), autocommit=True) as admin:
@@ -132,7 +132,8 @@ async def test_a_connection_the_database_dropped_is_replaced_without_an_error(po
         assert ended is not None and ended[0] >= 1
         errors_before = DATABASE_ERRORS._value.get()
         async with database.reader() as reader:
-            rows = await reader.fetch(records._session_page(False, Shape.FIRST), {"campaign_id": "none", "size": 1})
+            first_page = records._session_page(False, False, Shape.FIRST)
+            rows = await reader.fetch(first_page, {"campaign_id": "none", "size": 1})
         assert rows == []
         # The dropped connection's error was counted, then the read ran on a new one.
         assert DATABASE_ERRORS._value.get() == errors_before + 1
@@ -151,7 +152,7 @@ async def test_an_unreachable_database_is_a_read_failure() -> None:
     try:
         async with database.reader() as reader:
             with pytest.raises(ReadFailed):
-                await reader.fetch(records._session_by_id(True), {"record_id": "s", "campaign_id": "c"})
+                await reader.fetch(records._session_by_id(True, True), {"record_id": "s", "campaign_id": "c"})
         with pytest.raises(ReadFailed):
             await database.ping()
     finally:
@@ -159,7 +160,7 @@ async def test_an_unreachable_database_is_a_read_failure() -> None:
 
 
 def test_each_statement_shape_is_built_once() -> None:
-    assert records._entity_page(EntityKind.LOCATION, False, Shape.FIRST) is records._entity_page(
-        EntityKind.LOCATION, False, Shape.FIRST
+    assert records._entity_page(EntityKind.LOCATION, False, False, Shape.FIRST) is records._entity_page(
+        EntityKind.LOCATION, False, False, Shape.FIRST
     )
-    assert records._session_page(True, Shape.SEEK) is records._session_page(True, Shape.SEEK)
+    assert records._session_page(True, False, Shape.SEEK) is records._session_page(True, False, Shape.SEEK)

@@ -22,6 +22,8 @@ from engine.records import (
     visible_children_by_parent,
     visible_locations_by_id,
 )
+from engine.rendering import CURRENT_RENDERER
+from engine.tables import DIGEST_LENGTH
 from tests.factories import add_campaign, add_entity, add_session, at
 
 PAGE_LIMITS = (1, 2, 3, 7, 100)
@@ -46,6 +48,9 @@ ENTITY_LIST_FIELDS = (
     "image_url",
     "sort_order",
 )
+# What a read adds for the stored rendering: the public Markdown and text, the renderer.
+RENDERED_SUMMARY = ("summary_markdown", "summary_text", "renderer_version")
+RENDERED_DESCRIPTION = ("description_markdown", "description_text", "renderer_version")
 
 
 @pytest.fixture
@@ -285,9 +290,11 @@ class TestSessionList:
         await add_session(db, campaign_id=scope.campaign_id, session_id="s_1", summary="Hello")
         plain = await list_sessions(db, scope=scope, limit=None, cursor=None)
         with_summary = await list_sessions(db, scope=scope, limit=None, cursor=None, with_summary=True)
+        tagged = await list_sessions(db, scope=scope, limit=None, cursor=None, with_tag=True)
         assert plain.items[0]._fields == SESSION_LIST_FIELDS
-        assert with_summary.items[0]._fields == (*SESSION_LIST_FIELDS, "summary")
-        assert with_summary.items[0].summary == "Hello"
+        assert with_summary.items[0]._fields == (*SESSION_LIST_FIELDS, *RENDERED_SUMMARY)
+        assert (with_summary.items[0].summary_markdown, with_summary.items[0].summary_text) == ("Hello\n", "Hello\n")
+        assert tagged.items[0]._fields == (*SESSION_LIST_FIELDS, "body_digest")
 
 
 class TestSessionPaging:
@@ -412,13 +419,21 @@ class TestGetSession:
             "updated_at": None,
             "session_type": "audio",
             "visibility": "public",
-            "summary": "## Recap",
+            "summary_markdown": "## Recap\n",
+            "summary_text": "Recap\n",
+            "renderer_version": CURRENT_RENDERER,
         }
 
     async def test_without_summary(self, db: AsyncSession, scope: CampaignScope) -> None:
         await add_session(db, campaign_id=scope.campaign_id, session_id="s_1")
         row = await get_session(db, scope=scope, session_id="s_1", with_summary=False)
         assert row._fields == SESSION_LIST_FIELDS
+
+    async def test_tag_alone(self, db: AsyncSession, scope: CampaignScope) -> None:
+        await add_session(db, campaign_id=scope.campaign_id, session_id="s_1", summary="# Long text")
+        row = await get_session(db, scope=scope, session_id="s_1", with_summary=False, with_tag=True)
+        assert row._fields == (*SESSION_LIST_FIELDS, "body_digest")
+        assert len(row.body_digest) == DIGEST_LENGTH
 
     @pytest.mark.parametrize(
         "session_id",
@@ -525,8 +540,8 @@ class TestEntityList:
         described = await list_entities(db, kind=kind, scope=scope, limit=None, cursor=None, with_description=True)
         list_fields = ENTITY_LIST_FIELDS + (("parent_id",) if kind is EntityKind.LOCATION else ())
         assert plain.items[0]._fields == list_fields
-        assert described.items[0]._fields == (*list_fields, "description")
-        assert described.items[0].description == "Hi"
+        assert described.items[0]._fields == (*list_fields, *RENDERED_DESCRIPTION)
+        assert (described.items[0].description_markdown, described.items[0].description_text) == ("Hi\n", "Hi\n")
 
 
 class TestEntityPaging:
@@ -610,7 +625,8 @@ class TestGetEntity:
         }
         if kind is EntityKind.LOCATION:
             expected["parent_id"] = None
-        assert row._asdict() == {**expected, "description": "Stone."}
+        rendered = {"description_markdown": "Stone.\n", "description_text": "Stone.\n"}
+        assert row._asdict() == {**expected, **rendered, "renderer_version": CURRENT_RENDERER}
 
     @pytest.mark.parametrize(
         "entity_id",
@@ -770,12 +786,13 @@ class TestLocationBatches:
         assert {parent: ids(rows) for parent, rows in children.items()} == {"root": ["c_foreign"]}
 
     async def test_rows_carry_list_fields_and_description(self, db: AsyncSession, scope: CampaignScope) -> None:
-        # Nested locations of the GraphQL schema render their description from these rows.
+        # Nested locations of the GraphQL schema answer every location field from these rows.
         children = await visible_children_by_parent(db, scope=scope, parent_ids=["root"], limit=MAX_LIMIT)
         parents = await visible_locations_by_id(db, scope=scope, location_ids=["root"])
-        assert children["root"][0]._fields == (*ENTITY_LIST_FIELDS, "parent_id", "description")
-        assert parents["root"]._fields == (*ENTITY_LIST_FIELDS, "parent_id", "description")
-        assert parents["root"].description == "The whole world."
+        fields = (*ENTITY_LIST_FIELDS, "parent_id", *RENDERED_DESCRIPTION, "body_digest")
+        assert children["root"][0]._fields == fields
+        assert parents["root"]._fields == fields
+        assert parents["root"].description_markdown == "The whole world.\n"
 
     async def test_parent_filter_is_exact(self, db: AsyncSession, scope: CampaignScope) -> None:
         children = await visible_children_by_parent(db, scope=scope, parent_ids=["ROOT", "root "], limit=MAX_LIMIT)

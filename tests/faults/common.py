@@ -22,6 +22,7 @@ from tests.contract.campaign import (
     CAMPAIGN_A,
     EXPORT,
     LIST_FAILED_BODY,
+    LIST_PATHS,
     OWNER_A,
     RECORD_FAILED_BODY,
     RESOURCE_PATHS,
@@ -38,9 +39,9 @@ HIGH_LIMITS = {
     "rate_limit_owner": "1000000 per minute",
 }
 KEY_LIMIT = 100_000
-# (v1 path, exact body of its 500) for the ten endpoints.
+# (v1 path, exact body of its 500) for the ten endpoints and the feed.
 ENDPOINTS = [
-    *((path, LIST_FAILED_BODY[path]) for path in RESOURCE_PATHS),
+    *((path, LIST_FAILED_BODY[path]) for path in LIST_PATHS),
     *((f"{path}/{VISIBLE_ID[path]}", RECORD_FAILED_BODY[path]) for path in RESOURCE_PATHS),
 ]
 UNAVAILABLE_BODY = b'{"error":"Public API temporarily unavailable"}'

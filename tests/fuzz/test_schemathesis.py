@@ -22,7 +22,7 @@ from schemathesis.specs.openapi.checks import (
     status_code_conformance,
 )
 
-from tests.contract.campaign import RESOURCE_PATHS, VISIBLE_ID
+from tests.contract.campaign import FEED_PATH, RESOURCE_PATHS, VISIBLE_ID
 from tests.contract.server import ApiServer, running_server
 from tests.faults.common import Seeded
 
@@ -51,8 +51,11 @@ def api_schema(served: tuple[ApiServer, str]) -> schemathesis.BaseSchema:
     return schemathesis.openapi.from_url(f"{server.base_url}/openapi.json")
 
 
-# The ten operations, by resource; every one is GET.
-OPERATIONS = {f"/api/public/v1/{path}{suffix}": path for path in RESOURCE_PATHS for suffix in ("", "/{id}")}
+# The ten operations and the feed, by resource; every one is GET.
+OPERATIONS = {
+    **{f"/api/public/v1/{path}{suffix}": path for path in RESOURCE_PATHS for suffix in ("", "/{id}")},
+    f"/api/public/v1/{FEED_PATH}": FEED_PATH,
+}
 # Generated ids almost never name a record; these runs fix a visible one, so that the
 # documented 200 bodies of the record endpoints are checked too.
 VISIBLE = "visible-record"

@@ -13,13 +13,14 @@ from typing import Any
 
 import pytest
 import strawberry
-from sqlalchemy import event
+from sqlalchemy import event, select
 from sqlalchemy.ext.asyncio import AsyncSession
 from strawberry.types import ExecutionResult
 
 from engine.cursor import Cursor, encode_cursor
 from engine.db import Database
 from engine.pagination import MAX_LIMIT
+from engine.public_body import body_of, digest_of, entity_tag
 from engine.records import CampaignScope
 from engine.settings import Settings
 from engine.tables import Character, Faction, Item, Location, WikiEntityColumns
@@ -44,7 +45,7 @@ PUBLIC_SUMMARY = "The party reached **Saltmarsh**.\n\n## Aftermath\n\nEveryone s
 PUBLIC_SUMMARY_TEXT = "The party reached Saltmarsh.\n\nAftermath\n\nEveryone slept well.\n"
 
 QUERY_FIELDS = ["sessions", "session", "locations", "location", "characters"]
-QUERY_FIELDS += ["character", "factions", "faction", "items", "item"]
+QUERY_FIELDS += ["character", "factions", "faction", "items", "item", "changes"]
 
 # (list field, single field, table) of the wiki entity types shaped alike.
 ENTITY_FIELDS_BY_TYPE = [
@@ -129,14 +130,17 @@ class TestSchemaShape:
     @pytest.mark.parametrize(
         ("type_name", "fields"),
         [
-            ("Session", SESSION_RECORD_FIELDS.split()),
-            ("Location", [*LOCATION_RECORD_FIELDS.split(), "parent", "children"]),
-            ("Character", ENTITY_RECORD_FIELDS.split()),
-            ("Faction", ENTITY_RECORD_FIELDS.split()),
-            ("Item", ENTITY_RECORD_FIELDS.split()),
+            ("Session", [*SESSION_RECORD_FIELDS.split(), "etag"]),
+            ("Location", [*LOCATION_RECORD_FIELDS.split(), "etag", "parent", "children"]),
+            ("Character", [*ENTITY_RECORD_FIELDS.split(), "etag"]),
+            ("Faction", [*ENTITY_RECORD_FIELDS.split(), "etag"]),
+            ("Item", [*ENTITY_RECORD_FIELDS.split(), "etag"]),
             ("Pagination", ["nextCursor", "hasMore"]),
             ("SessionPage", ["data", "pagination"]),
             ("LocationPage", ["data", "pagination"]),
+            ("Change", ["type", "id", "change", "changedAt"]),
+            ("FeedPagination", ["nextCursor", "hasMore"]),
+            ("ChangePage", ["data", "pagination"]),
             ("Query", QUERY_FIELDS),
         ],
     )
@@ -171,6 +175,7 @@ class TestSchemaShape:
             "faction": id_args,
             "items": paging_args,
             "item": id_args,
+            "changes": paging_args,
         }
 
 
@@ -771,7 +776,7 @@ class TestNotFound:
 
 
 class TestInvalidArguments:
-    @pytest.mark.parametrize("field", ["sessions", "locations", "characters", "factions", "items"])
+    @pytest.mark.parametrize("field", ["sessions", "locations", "characters", "factions", "items", "changes"])
     @pytest.mark.parametrize("limit", [0, -3])
     async def test_limit_below_one(self, db: AsyncSession, campaign_id: str, field: str, limit: int) -> None:
         query = f"query($limit: Int) {{ {field}(limit: $limit) {{ data {{ id }} }} }}"
@@ -786,7 +791,7 @@ class TestInvalidArguments:
         assert result.data is None
         assert errors_of(result) == field_error(query, "sessions", "limit must be a positive integer", "INVALID_LIMIT")
 
-    @pytest.mark.parametrize("field", ["sessions", "locations", "characters", "factions", "items"])
+    @pytest.mark.parametrize("field", ["sessions", "locations", "characters", "factions", "items", "changes"])
     @pytest.mark.parametrize(
         "cursor",
         [
@@ -803,6 +808,35 @@ class TestInvalidArguments:
         result = await run(db, campaign_id, query, {"c": cursor})
         assert result.data is None
         assert errors_of(result) == field_error(query, field, "Invalid cursor", "INVALID_CURSOR")
+
+
+class TestChangesAndTags:
+    async def test_changes_are_the_campaigns_visible_records(
+        self, db: AsyncSession, campaign_id: str, other_campaign_id: str
+    ) -> None:
+        await add_session(db, campaign_id=campaign_id, session_id="feed_s1")
+        await add_session(db, campaign_id=campaign_id, session_id="feed_private", visibility="private")
+        await add_entity(db, table=Item, campaign_id=campaign_id, entity_id="feed_i1")
+        await add_entity(db, table=Item, campaign_id=campaign_id, entity_id="feed_hidden", hidden_from_wiki=True)
+        await add_session(db, campaign_id=other_campaign_id, session_id="feed_other")
+        query = "{ changes(limit: 1) { data { type id change changedAt } pagination { nextCursor hasMore } } }"
+        first = await run(db, campaign_id, query)
+        assert first.errors is None and first.data is not None
+        page = first.data["changes"]
+        assert [(e["type"], e["id"], e["change"]) for e in page["data"]] == [("session", "feed_s1", "upsert")]
+        assert page["data"][0]["changedAt"].endswith("+00:00") and page["pagination"]["hasMore"] is True
+        after = page["pagination"]["nextCursor"]
+        rest = await run(db, campaign_id, "query($c: String) { changes(cursor: $c) { data { id } } }", {"c": after})
+        assert rest.data == {"changes": {"data": [{"id": "feed_i1"}]}}
+
+    async def test_etag_is_the_tag_of_the_record_body(self, db: AsyncSession, campaign_id: str) -> None:
+        await add_entity(db, table=Location, campaign_id=campaign_id, entity_id="tag_l1", description="Walls.")
+        result = await run(db, campaign_id, '{ location(id: "tag_l1") { etag } locations { data { id etag } } }')
+        assert result.errors is None and result.data is not None
+        stored = (await db.execute(select(Location).where(Location.id == "tag_l1"))).scalar_one()  # type: ignore[arg-type]
+        expected = entity_tag(digest_of(body_of("location", stored.model_dump())))
+        assert result.data["location"]["etag"] == expected
+        assert result.data["locations"]["data"] == [{"id": "tag_l1", "etag": expected}]
 
 
 class TestDocumentLimits:

@@ -1,7 +1,8 @@
 """The fixed GraphQL documents of rest/documents.py: valid, and each used by its route.
 
 A REST body is the document's data as is, so the response keys a document selects must
-be exactly the fields of the endpoint's documented (OpenAPI) model.
+be exactly the fields of the endpoint's documented (OpenAPI) model; a record's, in the
+order whose bytes the write path digests (engine/public_body.py).
 """
 
 from __future__ import annotations
@@ -13,9 +14,10 @@ import pytest
 from graphql.language import FieldNode, OperationDefinitionNode, SelectionSetNode
 from pydantic import BaseModel
 
+from engine.public_body import BODY_FIELDS
 from graphql_schema.schema import build_schema
 from rest import documents
-from rest.routes import RESOURCES, Resource
+from rest.routes import CHANGES, RESOURCES, Listing, Resource
 
 DOCUMENTS = {
     name: value
@@ -56,8 +58,8 @@ def item_model(list_model: type[BaseModel]) -> type[BaseModel]:
     return item  # type: ignore[no-any-return]
 
 
-def test_there_is_one_document_per_endpoint() -> None:
-    assert len(DOCUMENTS) == 2 * len(RESOURCES) == 10
+def test_there_is_a_list_record_and_tag_document_per_resource_and_one_for_the_feed() -> None:
+    assert len(DOCUMENTS) == 3 * len(RESOURCES) + 1 == 16
 
 
 @pytest.mark.parametrize("name", sorted(DOCUMENTS))
@@ -70,23 +72,47 @@ class TestRouteDocuments:
     def test_the_route_uses_the_documents_named_after_it(self, resource: Resource) -> None:
         assert resource.list_document is DOCUMENTS[f"{resource.path.upper()}_LIST"]
         assert resource.record_document is DOCUMENTS[f"{resource.record_field.upper()}_RECORD"]
+        assert resource.tag_document is DOCUMENTS[f"{resource.record_field.upper()}_TAG"]
 
     def test_the_list_document_selects_the_list_body(self, resource: Resource) -> None:
-        field = root_field(resource.list_document)
-        assert field.name.value == resource.list_field
-        assert variables_of(resource.list_document) == {"limit", "cursor"}
-        body = fields_of(field.selection_set)
-        assert set(body) == {"data", "pagination"}
-        assert set(fields_of(body["data"].selection_set)) == set(item_model(resource.list_model).model_fields)
-        assert set(fields_of(body["pagination"].selection_set)) == {"next_cursor", "has_more"}
+        assert_selects_the_list_body(resource.listing)
 
     def test_the_record_document_selects_the_record_body(self, resource: Resource) -> None:
         field = root_field(resource.record_document)
         assert field.name.value == resource.record_field
         assert variables_of(resource.record_document) == {"id"}
-        assert set(fields_of(field.selection_set)) == set(resource.record_model.model_fields)
+        assert list(fields_of(field.selection_set)) == list(resource.record_model.model_fields)
+
+    def test_the_record_body_is_the_one_the_write_path_digests(self, resource: Resource) -> None:
+        record_type = resource.record_field
+        assert list(fields_of(root_field(resource.record_document).selection_set)) == list(BODY_FIELDS[record_type])
+
+    def test_the_tag_document_looks_the_record_up_alike_and_selects_its_tag(self, resource: Resource) -> None:
+        field = root_field(resource.tag_document)
+        assert field.name.value == resource.record_field
+        assert variables_of(resource.tag_document) == {"id"}
+        assert list(fields_of(field.selection_set)) == ["etag"]
+
+
+def assert_selects_the_list_body(listing: Listing) -> None:
+    field = root_field(listing.document)
+    assert field.name.value == listing.field
+    assert variables_of(listing.document) == {"limit", "cursor"}
+    body = fields_of(field.selection_set)
+    assert set(body) == {"data", "pagination"}
+    assert list(fields_of(body["data"].selection_set)) == list(item_model(listing.model).model_fields)
+    assert set(fields_of(body["pagination"].selection_set)) == {"next_cursor", "has_more"}
+
+
+def test_the_feed_document_selects_the_feed_body() -> None:
+    assert CHANGES.document is DOCUMENTS["CHANGES_LIST"]
+    assert_selects_the_list_body(CHANGES)
 
 
 def test_every_document_is_used_by_exactly_one_route() -> None:
-    used = [document for resource in RESOURCES for document in (resource.list_document, resource.record_document)]
-    assert sorted(map(id, used)) == sorted(map(id, DOCUMENTS.values()))
+    used = [
+        document
+        for resource in RESOURCES
+        for document in (resource.list_document, resource.record_document, resource.tag_document)
+    ]
+    assert sorted(map(id, [*used, CHANGES.document])) == sorted(map(id, DOCUMENTS.values()))
