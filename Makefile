@@ -40,7 +40,9 @@ lint: install
 
 # Load benchmark (tests/benchmarks/run.py): generate a ~1.1 GB export, import it into a
 # throwaway PostgreSQL database with the real CLI, then wrk the service, the peer and the
-# floor; table on stdout and in artifacts/bench.md. Everything fits in BENCH_BUDGET_S.
+# floor (two workers each, then one; a crawl; conditional requests); table on stdout and in
+# artifacts/bench.md. Everything but the import (rendering ~1 GB of Markdown, reported on
+# its own) fits in BENCH_BUDGET_S.
 BENCH_STAMP := $(VENV)/.installed-bench
 BENCH_EXPORT := artifacts/bench/export.json
 BENCH_BUDGET_S ?= 570
