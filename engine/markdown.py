@@ -19,7 +19,7 @@ from markdown_it import MarkdownIt
 from mdformat.renderer import MDRenderer, RenderContext, RenderTreeNode
 from mdformat.renderer.typing import Postprocess, Render
 
-from engine.markdown_regions import GM_CONTAINER_OPENER
+from engine.markdown_regions import container_opener
 from engine.markdown_rules import gm_stripping_plugin
 
 # Stored with every rendering (engine/renderings.py): a higher version than a row's means
@@ -107,7 +107,7 @@ def _escape_tilde_runs(text: str) -> str:
 def _escape_container_lines(text: str, node: RenderTreeNode, context: RenderContext) -> str:
     # Same for a paragraph line that reads `:::gm` (written `\:::gm` in the source).
     lines = text.split("\n")
-    return "\n".join("\\" + line if GM_CONTAINER_OPENER.match(line) else line for line in lines)
+    return "\n".join("\\" + line if container_opener(line) else line for line in lines)
 
 
 class _PublicOutputPlugin:

@@ -26,11 +26,12 @@ from markdown_it.rules_core import StateCore
 from markdown_it.rules_inline import StateInline, backtick
 from markdown_it.token import Token
 
+from engine.markdown_inert import InertTest, inert_spans, spans_test
 from engine.markdown_regions import (
-    GM_CONTAINER_OPENER,
     Frame,
     FrameKind,
     ScanOptions,
+    container_opener,
     is_gm_heading_text,
     remove_ranges,
     scan,
@@ -41,6 +42,7 @@ from engine.markdown_regions import (
 # still open at its end (a container left unclosed inside a list item goes on after it).
 REMOVED_BLOCK = "gm_removed_block"
 _CODE_SPANS_ENV_KEY = "gm_code_spans"
+_SOURCE_INERT_ENV_KEY = "gm_source_inert"
 # Block rules that a GM container or secret section may interrupt, like a fence can.
 _INTERRUPTS = ["paragraph", "reference", "blockquote", "list"]
 
@@ -100,6 +102,25 @@ class _BlockLines:
     def index_of(self, position: int) -> int:
         return bisect_right(self.offsets, position) - 1
 
+    def inert_test(self, state: StateBlock) -> InertTest:
+        """Whether a closer at a position of `text` might not be markup, judged on the
+        whole source (found once per document), so that a code span or a link running
+        over the end of a chunk is seen whole."""
+        source_inert: InertTest | None = state.env.get(_SOURCE_INERT_ENV_KEY)
+        if source_inert is None:
+            source_inert = spans_test(inert_spans(state.src))
+            state.env[_SOURCE_INERT_ENV_KEY] = source_inert
+
+        def inert(position: int) -> bool:
+            index = self.index_of(position)
+            column = position - self.offsets[index] - self.pads[index]
+            if column < 0:
+                return False  # indentation we added
+            line = self.first_line + index
+            return source_inert(state.bMarks[line] + state.tShift[line] + column)
+
+        return inert
+
 
 @dataclass(frozen=True, slots=True)
 class _BlockScan:
@@ -109,8 +130,8 @@ class _BlockScan:
 
 
 def _scan_block(state: StateBlock, lines: _BlockLines, stack: list[Frame], start: int, end_line: int) -> _BlockScan:
-    options = ScanOptions(fences=True, stop_when_closed=True)
     while True:
+        options = ScanOptions(fences=True, stop_when_closed=True, inert=lines.inert_test(state))
         result = scan(lines.text, stack, options, start=start)
         if result.stopped_at is not None or lines.end_line >= end_line:
             return _BlockScan(lines, result.stack, result.stopped_at)
@@ -132,7 +153,7 @@ def _container_rule(state: StateBlock, start_line: int, end_line: int, silent: b
     if state.is_code_block(start_line):
         return False
     first = state.src[state.bMarks[start_line] + state.tShift[start_line] : state.eMarks[start_line]]
-    if not GM_CONTAINER_OPENER.match(first):
+    if not container_opener(first):
         return False
     if silent:
         return True
@@ -293,7 +314,7 @@ class _Stripper:
             self._strip_inline(token, previous)
             return True
         if token.type == "html_block":
-            result = scan(token.content, self.stack, ScanOptions())
+            result = scan(token.content, self.stack, ScanOptions(inert=_inert_test(token.content)))
             self.stack = result.stack
             kept = remove_ranges(token.content, result.removed)
             token.content = "" if self.cut_level is not None else kept
@@ -301,7 +322,7 @@ class _Stripper:
         if token.type == "definition":
             assert token.map is not None
             source = "\n".join(self.source_lines[token.map[0] : token.map[1]])
-            result = scan(source, self.stack, ScanOptions())
+            result = scan(source, self.stack, ScanOptions(inert=_inert_test(source)))
             self.stack = result.stack
             return not (hidden or result.removed)
         if token.nesting != 0:
@@ -319,7 +340,7 @@ class _Stripper:
         result = scan(
             token.content,
             self.stack,
-            ScanOptions(code=code, escapes=True, line_start=line_start),
+            ScanOptions(code=code, escapes=True, line_start=line_start, inert=_inert_test(token.content)),
         )
         self.stack = result.stack
         kept = remove_ranges(token.content, result.removed).strip()
@@ -333,6 +354,10 @@ class _Stripper:
             return True
         children, _ = _parse_inline(self.state.md, content, self.block_references)
         return is_gm_heading_text(_plain_text(children))
+
+
+def _inert_test(text: str) -> InertTest:
+    return spans_test(inert_spans(text))
 
 
 def _prune(tokens: list[Token]) -> list[Token]:
