@@ -26,6 +26,7 @@ The rules, chosen so that an author's hidden note never shows up:
 
 from __future__ import annotations
 
+import html
 import re
 from bisect import bisect_right
 from collections.abc import Sequence
@@ -173,6 +174,75 @@ def _strip_trailing_colons(text: str) -> str:
     while end and (text[end - 1] == ":" or text[end - 1].isspace()):
         end -= 1
     return text[:end]
+
+
+_ATX_HEADING_LINE = re.compile(r"[ \t]{0,3}(#{1,6})(?:[ \t]+(.*))?$")
+
+
+_HTML_HEADING_START = re.compile(r"<h([1-6])(?:\s[^<>]*)?>", re.IGNORECASE)
+_HTML_HEADING_END = re.compile(r"</h([1-6])\s*>", re.IGNORECASE)
+_TAG = re.compile(r"<[^<>]*>")
+
+
+@dataclass(frozen=True, slots=True)
+class HtmlHeading:
+    start: int
+    level: int
+    inner_html: str
+
+
+def html_headings(html: str) -> list[HtmlHeading]:
+    """The heading elements (`<h2>...</h2>`) of a piece of HTML, in order.
+
+    End tags are found once and looked up, so that many unclosed `<h2>`s cost linear time.
+    """
+    ends: dict[int, list[tuple[int, int]]] = {level: [] for level in range(1, 7)}
+    for end in _HTML_HEADING_END.finditer(html):
+        ends[int(end.group(1))].append((end.start(), end.end()))
+    headings: list[HtmlHeading] = []
+    position = 0
+    for start in _HTML_HEADING_START.finditer(html):
+        if start.start() < position:
+            continue
+        level = int(start.group(1))
+        candidates = ends[level]
+        index = bisect_right(candidates, (start.end(), -1))
+        if index == len(candidates):
+            continue
+        end_start, end_end = candidates[index]
+        headings.append(HtmlHeading(start.start(), level, html[start.end() : end_start]))
+        position = end_end
+    return headings
+
+
+def html_text(inner_html: str) -> str:
+    """The text of a piece of HTML, as a reader sees it (tags dropped, entities read)."""
+    return html.unescape(_TAG.sub("", inner_html))
+
+
+def gm_heading_line(text: str) -> tuple[int, int] | None:
+    """(offset, level) of the first line of raw `text` that reads as an ATX GM heading once
+    quote and list markers are removed; None when there is none."""
+    offset = 0
+    for line in text.split("\n"):
+        match = _ATX_HEADING_LINE.match(_without_container_prefix(fold_lookalikes(line)))
+        if match and is_gm_heading_text(_without_closing_hashes(match.group(2) or "")):
+            return offset, len(match.group(1))
+        offset += len(line) + 1
+    return None
+
+
+def _without_closing_hashes(text: str) -> str:
+    text = text.rstrip(" \t")
+    bare = text.rstrip("#")
+    return bare if not bare or bare[-1] in " \t" else text
+
+
+def is_fence_closer(line: str, markup: str) -> bool:
+    """Whether a raw source line (quote and list markers allowed) closes a fence opened
+    by `markup`."""
+    marker = _without_container_prefix(line).strip(" \t")
+    return len(marker) >= len(markup) and marker == markup[0] * len(marker)
 
 
 def secret_section_tag_end(text: str, position: int) -> int | None:
@@ -349,7 +419,7 @@ class _Scanner:
         if top is not None and top.kind is not FrameKind.FENCE and self.in_indented_code:
             return after  # code: no closer here is markup
         if top is None:
-            opener = container_opener(stripped)
+            opener = container_opener(_without_container_prefix(stripped))
             if opener:
                 # The rest of the line is still scanned: a comment opened on it nests.
                 self._push(Frame(FrameKind.CONTAINER, len(opener.group(1))), position)

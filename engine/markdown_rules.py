@@ -26,12 +26,17 @@ from markdown_it.rules_core import StateCore
 from markdown_it.rules_inline import StateInline, backtick
 from markdown_it.token import Token
 
+from engine.markdown_dropped import DROPPED_TEXT, dropped_parts_plugin
 from engine.markdown_inert import InertTest, inert_spans, spans_test
 from engine.markdown_regions import (
     Frame,
     FrameKind,
     ScanOptions,
     container_opener,
+    gm_heading_line,
+    html_headings,
+    html_text,
+    is_fence_closer,
     is_gm_heading_text,
     remove_ranges,
     scan,
@@ -51,6 +56,7 @@ def gm_stripping_plugin(md: MarkdownIt) -> None:
     # Definitions become tokens with their positions instead of only entries in
     # env["references"], so the core rule can tell which ones sit in removed parts.
     md.options["inline_definitions"] = True
+    dropped_parts_plugin(md)
     first_rule = md.block.ruler.get_all_rules()[0]
     md.block.ruler.before(first_rule, "gm_container", _container_rule, {"alt": _INTERRUPTS})
     md.block.ruler.before(first_rule, "gm_section", _section_rule, {"alt": _INTERRUPTS})
@@ -304,6 +310,9 @@ class _Stripper:
         if token.type == REMOVED_BLOCK:
             self.stack.extend(token.meta["stack"])
             return False
+        if token.type == DROPPED_TEXT:
+            self._read_dropped(token.content)
+            return False
         if token.type == "heading_open":
             level = int(token.tag[1:])
             # A heading ends the cut only if it is really there, not inside a comment.
@@ -315,10 +324,13 @@ class _Stripper:
             return True
         if token.type == "html_block":
             result = scan(token.content, self.stack, ScanOptions(inert=_inert_test(token.content)))
-            self.stack = result.stack
             kept = remove_ranges(token.content, result.removed)
-            token.content = "" if self.cut_level is not None else kept
+            token.content = self._cut_at_html_headings(kept) if not self.stack else ""
+            self.stack = result.stack
             return bool(token.content.strip())
+        if token.type == "fence" and not hidden and not self._is_closed_fence(token):
+            self._strip_unclosed_fence(token)
+            return True
         if token.type == "definition":
             assert token.map is not None
             source = "\n".join(self.source_lines[token.map[0] : token.map[1]])
@@ -329,6 +341,51 @@ class _Stripper:
             return True  # structure; containers left empty are pruned afterwards
         # Code blocks, fences, thematic breaks: opaque, kept or dropped whole.
         return not hidden
+
+    def _cut_at_html_headings(self, html: str) -> str:
+        """`html` without the parts under GM headings written as HTML (`<h2>GM</h2>`):
+        an HTML heading starts and ends a GM section as a Markdown heading does."""
+        kept: list[str] = []
+        position = 0
+        for heading in html_headings(html):
+            if self.cut_level is None:
+                kept.append(html[position : heading.start])
+            position = heading.start
+            if self.cut_level is not None and heading.level <= self.cut_level:
+                self.cut_level = None
+            if self.cut_level is None and is_gm_heading_text(html_text(heading.inner_html)):
+                self.cut_level = heading.level
+        if self.cut_level is None:
+            kept.append(html[position:])
+        return "".join(kept)
+
+    def _is_closed_fence(self, token: Token) -> bool:
+        assert token.map is not None
+        start, end = token.map
+        return end - start >= 2 and is_fence_closer(self.source_lines[end - 1], token.markup)
+
+    def _strip_unclosed_fence(self, token: Token) -> None:
+        """A fence never closed runs to the end of its container as code, but its author
+        may have forgotten to close it before a GM part: from the first GM-only form in
+        it (opener or GM heading line) on, its content is removed."""
+        content = token.content
+        result = scan(content, self.stack, ScanOptions(fences=True, inert=_inert_test(content)))
+        cut = min((start for start, _ in result.removed), default=len(content))
+        heading = gm_heading_line(content)
+        if heading is not None and heading[0] < cut:
+            cut = heading[0]
+            self.cut_level = heading[1]
+        token.content = content[: content.rfind("\n", 0, cut) + 1]
+        self.stack = result.stack
+
+    def _read_dropped(self, text: str) -> None:
+        """Text the parser dropped: never published, but its openers and GM headings count."""
+        result = scan(text, self.stack, ScanOptions(fences=True, inert=_inert_test(text)))
+        kept = remove_ranges(text, result.removed)
+        self.stack = result.stack
+        heading = gm_heading_line(kept)
+        if heading is not None and (self.cut_level is None or heading[1] < self.cut_level):
+            self.cut_level = heading[1]
 
     def _strip_inline(self, token: Token, parent: Token | None) -> None:
         is_heading = parent is not None and parent.type == "heading_open"
