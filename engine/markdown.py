@@ -16,11 +16,13 @@ from typing import Any, ClassVar
 
 import mdformat.plugins
 from markdown_it import MarkdownIt
-from mdformat.renderer import MDRenderer, RenderContext, RenderTreeNode
+from markdown_it.token import Token
+from mdformat.renderer import DEFAULT_RENDERERS, MDRenderer, RenderContext, RenderTreeNode
 from mdformat.renderer.typing import Postprocess, Render
 
 from engine.markdown_regions import container_opener
 from engine.markdown_rules import gm_stripping_plugin
+from engine.markdown_tree import IndexedRenderTreeNode
 
 # Stored with every rendering (engine/renderings.py): a higher version than a row's means
 # its stored output may hold text this renderer removes, so it is rendered again.
@@ -47,21 +49,24 @@ def render_public(raw: str | None) -> PublicMarkdown:
     """The public Markdown and text of a stored summary or description."""
     if not raw:
         return _EMPTY
-    markdown = strip_gm_content(raw)
+    markdown = _render(_PUBLIC_MD, raw)
     if not markdown:
         return _EMPTY
-    return PublicMarkdown(markdown, markdown_to_text(markdown))
+    # The pass that checks the Markdown is normalized parses it once for both forms: the
+    # parse is the same for `*_text` (only the output plugins differ).
+    for _ in range(_MAX_NORMALIZATION_PASSES):
+        env: dict[str, Any] = {}
+        tokens = _PUBLIC_MD.parse(markdown, env)
+        again = _render_tokens(_PUBLIC_MD, tokens, env)
+        if again == markdown:
+            return PublicMarkdown(markdown, _render_tokens(_TEXT_MD, tokens, env))
+        markdown = again
+    return PublicMarkdown(markdown, markdown_to_text(markdown)) if markdown else _EMPTY
 
 
 def strip_gm_content(raw: str) -> str:
     """Remove every GM-only part of `raw` and normalize what remains ("" if nothing)."""
-    markdown = _render(_PUBLIC_MD, raw)
-    for _ in range(_MAX_NORMALIZATION_PASSES):
-        again = _render(_PUBLIC_MD, markdown)
-        if again == markdown:
-            break
-        markdown = again
-    return markdown
+    return render_public(raw).markdown
 
 
 def markdown_to_text(markdown: str) -> str:
@@ -81,7 +86,9 @@ def _escape_text(text: str, node: RenderTreeNode, context: RenderContext) -> str
     # listed in options["parser_extension"], ours last).
     # Text can hold a literal "%%" (written `%\%` or `&#37;&#37;`); spell it so that the
     # output does not open an Obsidian comment when it is read again.
-    return _escape_tilde_runs(_DOUBLE_PERCENT.sub("%\\\\", text))
+    if "%" in text:
+        text = _DOUBLE_PERCENT.sub("%\\\\", text)
+    return _escape_tilde_runs(text) if "~" in text else text
 
 
 def _escape_tilde_runs(text: str) -> str:
@@ -110,10 +117,25 @@ def _escape_container_lines(text: str, node: RenderTreeNode, context: RenderCont
     return "\n".join("\\" + line if container_opener(line) else line for line in lines)
 
 
+# Characters on which mdformat's text renderer acts (escapes, space runs, a `!` before a
+# link); a text node without any of them is written as it is.
+_TEXT_NEEDING_WORK = re.compile(r"[\t\n\\*_\[\]<`&!]|  ")
+_DEFAULT_TEXT = DEFAULT_RENDERERS["text"]
+
+
+def _text(node: RenderTreeNode, context: RenderContext) -> str:
+    # mdformat's text renderer costs a few regular expressions per node, one of them
+    # (character references) hashing a very large pattern on every call: on a paragraph
+    # of thousands of short nodes that is most of the rendering time. Same bytes.
+    if context.do_wrap or _TEXT_NEEDING_WORK.search(node.content):
+        return _DEFAULT_TEXT(node, context)
+    return node.content
+
+
 class _PublicOutputPlugin:
     """mdformat parser extension: keep the output free of GM-only syntax."""
 
-    RENDERERS: ClassVar[Mapping[str, Render]] = MappingProxyType({})
+    RENDERERS: ClassVar[Mapping[str, Render]] = MappingProxyType({"text": _text})
     POSTPROCESSORS: ClassVar[Mapping[str, Postprocess]] = MappingProxyType(
         {"text": _escape_text, "paragraph": _escape_container_lines}
     )
@@ -175,6 +197,12 @@ _TEXT_MD = _build_markdown_it(_PublicOutputPlugin, _TextOutputPlugin)
 
 def _render(mdit: MarkdownIt, source: str) -> str:
     env: dict[str, Any] = {}
-    rendered: str = mdit.renderer.render(mdit.parse(source, env), mdit.options, env)
+    return _render_tokens(mdit, mdit.parse(source, env), env)
+
+
+def _render_tokens(mdit: MarkdownIt, tokens: list[Token], env: dict[str, Any]) -> str:
+    renderer = mdit.renderer
+    assert isinstance(renderer, MDRenderer)
+    rendered = renderer.render_tree(IndexedRenderTreeNode(tokens), mdit.options, env)
     # Whitespace-only output means no public content.
     return rendered if rendered.strip() else ""

@@ -21,7 +21,7 @@ from collections.abc import Callable, Sequence
 
 # Longest tag we read attribute by attribute; an unterminated tag is inert this far,
 # which keeps the pass linear whatever the input.
-MAX_TAG_LENGTH = 2048
+MAX_TAG_LENGTH = 512
 
 InertTest = Callable[[int], bool]
 
