@@ -47,6 +47,9 @@ _EMPTY = PublicMarkdown("", "")
 
 def render_public(raw: str | None) -> PublicMarkdown:
     """The public Markdown and text of a stored summary or description."""
+    # A byte-order mark is an encoding artifact, not text: one pasted in front of an opener
+    # must not stop it being one (markdown-it reads it as text).
+    raw = raw.removeprefix("\ufeff") if raw else raw
     if not raw:
         return _EMPTY
     markdown = _render(_PUBLIC_MD, raw)

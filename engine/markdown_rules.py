@@ -403,6 +403,12 @@ class _Stripper:
         kept = remove_ranges(token.content, result.removed).strip()
         if self.cut_level is None and is_heading and parent is not None and self._is_gm_heading(kept):
             self.cut_level = int(parent.tag[1:])
+        if self.cut_level is None and not is_heading and line_start:
+            # `##` and a no-break space, or the fullwidth forms of `## GM`: a paragraph to
+            # markdown-it, a GM heading to the author.
+            lookalike = gm_heading_line(kept.split("\n", 1)[0])
+            if lookalike is not None:
+                self.cut_level = lookalike[1]
         token.content = "" if self.cut_level is not None else kept
 
     def _is_gm_heading(self, content: str) -> bool:
