@@ -94,8 +94,8 @@ class Frame:
 class ScanOptions:
     # Public code spans of the text, sorted (start, end) offsets; opaque to the scan.
     code: Sequence[tuple[int, int]] = ()
-    # Raw block lines: a fence opening line inside a region hides the lines up to its
-    # closing fence. Inside a token's text markdown-it has already found the fences.
+    # Raw lines: a fence opening line inside a region hides the lines up to its closing
+    # fence. Inside a paragraph's text markdown-it has already found the fences.
     fences: bool = False
     # Inline Markdown: `\<!--` and `\<section` are escaped text that every renderer
     # shows literally, so they open nothing. In raw HTML a backslash escapes nothing.
@@ -384,11 +384,9 @@ class _Scanner:
                 if tag_end is None:
                     continue
                 frame, after = Frame(FrameKind.SECTION, 1), tag_end
-            # One region from the glued opener on: the earlier range merges into it.
+            # One region from the glued opener on, covering the range just removed.
             self.removed.pop()
-            self.removed.append((opener_at, end))
             self._push(frame, opener_at)
-            self.region_start = opener_at
             return end + after - len(before)
         return end
 
@@ -443,7 +441,8 @@ class _Scanner:
             if nested:
                 self.stack.append(Frame(FrameKind.CONTAINER, len(nested.group(1))))
             return None
-        if top.kind is FrameKind.SECTION and self._open_fence(line):
+        # In raw lines a fence hides closers inside every region, comments included.
+        if self._open_fence(line):
             return after
         return None
 
@@ -505,10 +504,12 @@ class _Scanner:
         return start + len("<!--")
 
     def _find_closer(self, position: int, closer: str) -> int:
+        # Raw lines stop at each line end so that fence lines get seen.
+        limit = self._line_end(position) if self.options.fences else len(self.text)
         while True:
-            found = self.text.find(closer, position)
+            found = self.text.find(closer, position, limit)
             if found < 0:
-                return len(self.text)
+                return limit
             span_end = self._code_end(found)
             if span_end is not None:
                 position = span_end

@@ -323,9 +323,9 @@ class _Stripper:
             self._strip_inline(token, previous)
             return True
         if token.type == "html_block":
-            result = scan(token.content, self.stack, ScanOptions(inert=_inert_test(token.content)))
+            result = scan(token.content, self.stack, _raw_options(token.content))
             kept = remove_ranges(token.content, result.removed)
-            token.content = self._cut_at_html_headings(kept) if not self.stack else ""
+            token.content = self._cut_at_html_headings(kept)
             self.stack = result.stack
             return bool(token.content.strip())
         if token.type == "fence" and not hidden and not self._is_closed_fence(token):
@@ -334,9 +334,16 @@ class _Stripper:
         if token.type == "definition":
             assert token.map is not None
             source = "\n".join(self.source_lines[token.map[0] : token.map[1]])
-            result = scan(source, self.stack, ScanOptions(inert=_inert_test(source)))
+            result = scan(source, self.stack, _raw_options(source))
             self.stack = result.stack
             return not (hidden or result.removed)
+        if token.type in ("fence", "code_block") and hidden:
+            # Its lines as written: a closing fence there may end a fence opened in the
+            # removed part (markdown-it saw the opening one inside an HTML block).
+            assert token.map is not None
+            source = "\n".join(self.source_lines[token.map[0] : token.map[1]])
+            self.stack = scan(source, self.stack, _raw_options(source)).stack
+            return False
         if token.nesting != 0:
             return True  # structure; containers left empty are pruned afterwards
         # Code blocks, fences, thematic breaks: opaque, kept or dropped whole.
@@ -369,18 +376,19 @@ class _Stripper:
         may have forgotten to close it before a GM part: from the first GM-only form in
         it (opener or GM heading line) on, its content is removed."""
         content = token.content
-        result = scan(content, self.stack, ScanOptions(fences=True, inert=_inert_test(content)))
+        result = scan(content, self.stack, _raw_options(content))
         cut = min((start for start, _ in result.removed), default=len(content))
         heading = gm_heading_line(content)
         if heading is not None and heading[0] < cut:
             cut = heading[0]
             self.cut_level = heading[1]
-        token.content = content[: content.rfind("\n", 0, cut) + 1]
+        kept = content[:cut]
+        token.content = kept if not kept or kept.endswith("\n") else kept.rstrip(" \t") + "\n"
         self.stack = result.stack
 
     def _read_dropped(self, text: str) -> None:
         """Text the parser dropped: never published, but its openers and GM headings count."""
-        result = scan(text, self.stack, ScanOptions(fences=True, inert=_inert_test(text)))
+        result = scan(text, self.stack, _raw_options(text))
         kept = remove_ranges(text, result.removed)
         self.stack = result.stack
         heading = gm_heading_line(kept)
@@ -421,6 +429,11 @@ class _Stripper:
 
 def _inert_test(text: str) -> InertTest:
     return spans_test(inert_spans(text))
+
+
+def _raw_options(text: str) -> ScanOptions:
+    """How to scan source lines as written (HTML blocks, definitions, dropped text)."""
+    return ScanOptions(fences=True, inert=_inert_test(text))
 
 
 def _prune(tokens: list[Token]) -> list[Token]:
