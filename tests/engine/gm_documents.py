@@ -20,6 +20,8 @@ from hypothesis import strategies as st
 class GeneratedDocument:
     public_words: list[str] = field(default_factory=list)
     canaries: int = 0
+    # Public links to definitions written in removed parts: they must not resolve.
+    links: list[str] = field(default_factory=list)
 
     def word(self) -> str:
         word = f"pubword{len(self.public_words)}"
@@ -31,8 +33,10 @@ class GeneratedDocument:
         return f"CANARY{self.canaries}"
 
 
-CONTAINER_OPENERS = [":::gm", ":::GM", "::: gm-only", ":::dm", "::::secret", ":::\u00a0gm", ":::\uff47\uff4d"]
-GM_HEADINGS = ["GM", "gm-only:", "GM notes", "**GM Secrets**", "DM notes", "Secret", "[GM] plot"]
+CONTAINER_OPENERS = [":::gm", ":::GM", "::: gm-only", ":::dm", "::::secret", ":::Secret Title"]
+# Look-alikes: a no-break space after the colons, fullwidth letters.
+CONTAINER_OPENERS += [":::\u00a0gm", ":::\uff47\uff4d"]
+GM_HEADINGS = ["GM", "GM only", "gm-only:", "GM notes", "**GM Secrets**", "DM", "DM notes", "Secret", "[GM] plot"]
 # Look-alikes: a zero-width space inside, fullwidth letters.
 GM_HEADINGS += ["G\u200bM", "\uff27\uff2d"]
 SECTION_TAGS = ['<section class="secret">', "<section id='s1' class='secret'>", '<SECTION CLASS=secret data-x="a>b">']
@@ -75,7 +79,7 @@ def _inert_closer(draw: st.DrawFn, doc: GeneratedDocument, closer: str) -> str:
 def _body(draw: st.DrawFn, doc: GeneratedDocument, *, form: str, depth: int, enclosing: frozenset[str]) -> str:
     items: list[str] = []
     for _ in range(draw(st.integers(1, 3))):
-        kind = draw(st.sampled_from(["text", "inert", "nested", "list", "definition"]))
+        kind = draw(st.sampled_from(["text", "inert", "nested", "list", "definition", "image"]))
         if kind == "inert" and form in CLOSERS:
             items.append(_inert_closer(draw, doc, CLOSERS[form]))
         elif kind == "nested" and depth < 2:
@@ -85,7 +89,11 @@ def _body(draw: st.DrawFn, doc: GeneratedDocument, *, form: str, depth: int, enc
         elif kind == "list":
             items.append(f"- {doc.canary()}\n  - {doc.canary()}")
         elif kind == "definition":
-            items.append(f"[{doc.canary()}]: https://{doc.canary()}.example/")
+            label = f"ref{len(doc.links)}"
+            doc.links.append(f"[{doc.word()}][{label}]")
+            items.append(f"[{label}]: https://{doc.canary()}.example/")
+        elif kind == "image":
+            items.append(f"![{doc.canary()}](https://img.example/{doc.canary()}.png)")
         else:
             items.append(f"{doc.canary()} {doc.canary()}")
     return "\n\n".join(items)
@@ -116,17 +124,36 @@ def _inline_removed(draw: st.DrawFn, doc: GeneratedDocument) -> str:
                 f'<section class="secret">{canary}</section>',
                 f"<<!-- {canary} -->!-- {doc.canary()} -->",
                 f"%<!-- {canary} -->% {doc.canary()} %%",
+                f"<!-- {canary}\n\n{doc.canary()} -->",
+                f"%% {canary}\n\n{doc.canary()} %%",
             ]
         )
     )
 
 
+def _interrupting(draw: st.DrawFn, doc: GeneratedDocument) -> str:
+    """A removed block interrupting a paragraph, without blank lines around it."""
+    before, canary = doc.word(), doc.canary()
+    removed = draw(
+        st.sampled_from(
+            [
+                f"{draw(st.sampled_from(CONTAINER_OPENERS))}\n{canary}\n::::",
+                f"{draw(st.sampled_from(SECTION_TAGS))}\n{canary}\n</section>",
+                f"<!--\n{canary}\n-->",
+            ]
+        )
+    )
+    return f"{before}\n{removed}\n{doc.word()}"
+
+
 def _public(draw: st.DrawFn, doc: GeneratedDocument) -> str:
-    kind = draw(st.sampled_from(["paragraph", "inline", "list", "table", "code", "heading", "html"]))
+    kind = draw(st.sampled_from(["paragraph", "inline", "interrupting", "list", "table", "code", "heading", "html"]))
     if kind == "paragraph":
         return " ".join(doc.word() for _ in range(draw(st.integers(1, 3))))
     if kind == "inline":
         return f"{doc.word()} {_inline_removed(draw, doc)} {doc.word()}"
+    if kind == "interrupting":
+        return _interrupting(draw, doc)
     if kind == "list":
         return f"- {doc.word()}\n- {doc.word()} {_inline_removed(draw, doc)}"
     if kind == "table":
@@ -202,7 +229,8 @@ def documents(draw: st.DrawFn) -> tuple[str, GeneratedDocument]:
             blocks.append(_dropped_opener(draw, doc))
     if draw(st.booleans()):
         blocks.append(_unclosed_tail(draw, doc))
-    text = "\n\n".join(blocks)
+    # Links to the secret definitions come first, so that no unclosed part can swallow them.
+    text = "\n\n".join(["\n".join(doc.links), *blocks] if doc.links else blocks)
     if draw(st.booleans()):
         text = "\ufeff" + text
     line_end = draw(st.sampled_from(["\n", "\n", "\r\n", "\r"]))
