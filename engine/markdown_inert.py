@@ -23,7 +23,10 @@ from collections.abc import Callable, Sequence
 # which keeps the pass linear whatever the input.
 MAX_TAG_LENGTH = 512
 
-InertTest = Callable[[int], bool]
+# (closer's offset, offset of the opener of its region or -1 when it is before the text)
+# -> whether the closer might not be markup. A closer in the same code span or link text
+# as its opener is as much markup as the opener was.
+InertTest = Callable[[int, int], bool]
 
 _EVENTS = re.compile(r"`+|\\.|\n[ \t]*(?=\n)|\[|\]\(?|<(?:script|style|pre|textarea)(?=[\s>/])|<[A-Za-z]", re.I)
 _TAG_BODY = re.compile(r"(?:[^>\"']|\"[^\"]*\"|'[^']*')*>")
@@ -73,19 +76,18 @@ def inert_spans(text: str) -> list[tuple[int, int]]:
     return _merged(spans)
 
 
-def spans_test(spans: Sequence[tuple[int, int]], offset: int = 0) -> InertTest:
-    """A test for `position + offset` being inside one of the sorted `spans`."""
+def spans_test(spans: Sequence[tuple[int, int]]) -> InertTest:
+    """A closer is inert inside one of the sorted `spans` that does not hold its opener."""
     starts = [start for start, _ in spans]
 
-    def inert(position: int) -> bool:
-        at = position + offset
+    def inert(at: int, opened_at: int) -> bool:
         index = bisect_right(starts, at) - 1
-        return index >= 0 and spans[index][0] <= at < spans[index][1]
+        return index >= 0 and opened_at < spans[index][0] <= at < spans[index][1]
 
     return inert
 
 
-def never_inert(position: int) -> bool:
+def never_inert(at: int, opened_at: int) -> bool:
     return False
 
 

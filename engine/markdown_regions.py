@@ -88,6 +88,8 @@ class Frame:
     kind: FrameKind
     size: int = 0
     fence_char: str = ""
+    # Offset of the opener in the text being scanned; -1 when opened in an earlier one.
+    opened_at: int = -1
 
 
 @dataclass(frozen=True, slots=True)
@@ -266,8 +268,9 @@ def secret_section_tag_end(text: str, position: int) -> int | None:
 
 
 def _has_secret_class(tag: str) -> bool:
+    # Read as a browser reads it: `class="&#115;ecret"` is the class secret.
     return any(
-        "secret" in "".join(value for value in match.groups() if value).casefold()
+        "secret" in html.unescape("".join(value for value in match.groups() if value)).casefold()
         for match in _CLASS_ATTRIBUTE.finditer(tag)
     )
 
@@ -320,7 +323,9 @@ class _Scanner:
         return self._result()
 
     def _result(self, stopped_at: int | None = None) -> ScanResult:
-        return ScanResult(removed=self.removed, stack=self.stack, stopped_at=stopped_at)
+        # Offsets do not carry over to the next text.
+        stack = [replace(frame, opened_at=-1) for frame in self.stack]
+        return ScanResult(removed=self.removed, stack=stack, stopped_at=stopped_at)
 
     def _stopped(self) -> bool:
         return self.options.stop_when_closed and not self.stack
@@ -348,7 +353,7 @@ class _Scanner:
     def _push(self, frame: Frame, at: int) -> None:
         if not self.stack:
             self.region_start = at
-        self.stack.append(frame)
+        self.stack.append(replace(frame, opened_at=at))
 
     def _pop(self, at: int) -> int:
         """Close the innermost region at `at`; return where the scan goes on."""
@@ -389,6 +394,10 @@ class _Scanner:
             self._push(frame, opener_at)
             return end + after - len(before)
         return end
+
+    def _inert(self, closer_at: int) -> bool:
+        """Whether a closer of the innermost region might not be markup."""
+        return self.options.inert(closer_at, self.stack[-1].opened_at)
 
     def _escaped(self, position: int) -> bool:
         if not self.options.escapes:
@@ -431,7 +440,7 @@ class _Scanner:
         if top.kind is FrameKind.CONTAINER:
             closer = _container_closer(stripped)
             if closer:
-                surely_markup = not self.options.inert(position + len(line) - len(stripped))
+                surely_markup = not self._inert(position + len(line) - len(stripped))
                 if indent <= 3 and len(closer.group(1)) >= top.size and surely_markup:
                     self._pop(after)
                 return after
@@ -439,7 +448,7 @@ class _Scanner:
                 return after
             nested = _NESTED_CONTAINER_OPENER.match(stripped)
             if nested:
-                self.stack.append(Frame(FrameKind.CONTAINER, len(nested.group(1))))
+                self.stack.append(Frame(FrameKind.CONTAINER, len(nested.group(1)), opened_at=position))
             return None
         # In raw lines a fence hides closers inside every region, comments included.
         if self._open_fence(line):
@@ -513,7 +522,7 @@ class _Scanner:
             span_end = self._code_end(found)
             if span_end is not None:
                 position = span_end
-            elif self.options.inert(found):
+            elif self._inert(found):
                 position = found + 1
             else:
                 return self._pop(found + len(closer))
@@ -536,7 +545,7 @@ class _Scanner:
             top = self.stack[-1]
             if event.startswith("</"):
                 rest = _END_TAG_REST.match(self.text, match.end())
-                if rest is None or self.options.inert(start):
+                if rest is None or self._inert(start):
                     continue  # not an end tag, or not surely one
                 if top.size <= 1:
                     return self._pop(rest.end())

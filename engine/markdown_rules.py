@@ -117,13 +117,14 @@ class _BlockLines:
             source_inert = spans_test(inert_spans(state.src))
             state.env[_SOURCE_INERT_ENV_KEY] = source_inert
 
-        def inert(position: int) -> bool:
+        def in_source(position: int) -> int:
             index = self.index_of(position)
-            column = position - self.offsets[index] - self.pads[index]
-            if column < 0:
-                return False  # indentation we added
             line = self.first_line + index
-            return source_inert(state.bMarks[line] + state.tShift[line] + column)
+            column = max(position - self.offsets[index] - self.pads[index], 0)  # not in our padding
+            return state.bMarks[line] + state.tShift[line] + column
+
+        def inert(at: int, opened_at: int) -> bool:
+            return source_inert(in_source(at), in_source(opened_at) if opened_at >= 0 else -1)
 
         return inert
 
@@ -188,7 +189,7 @@ def _section_rule(state: StateBlock, start_line: int, end_line: int, silent: boo
         return False
     if silent:
         return True
-    result = _scan_block(state, lines, [Frame(FrameKind.SECTION, 1)], tag_end, end_line)
+    result = _scan_block(state, lines, [Frame(FrameKind.SECTION, 1, opened_at=lines.pads[0])], tag_end, end_line)
     if result.stopped_at is None:
         state.line = end_line
         _push_removed_block(state, start_line, result.stack)
