@@ -34,11 +34,7 @@ from dataclasses import dataclass, replace
 from enum import Enum
 
 from engine.markdown_inert import MAX_TAG_LENGTH, InertTest, never_inert
-from engine.markdown_text import fold_lookalikes
-
-GM_HEADING_NAMES = frozenset(
-    {"gm", "gm only", "gm notes", "gm secrets", "dm", "dm only", "dm notes", "secret", "secrets"}
-)
+from engine.markdown_text import fold_lookalikes, without_container_prefix
 
 # A GM container opening line, after its indentation: `:::gm`, `::: DM`, `::::secret Title`.
 # Besides the contract's gm, gm-only, dm and secret, the hyphenated forms of the GM heading
@@ -64,8 +60,6 @@ _COMMENT_OPENERS = re.compile(r"<!--|%%")
 _SECTION_TAG = re.compile(r"<section(?:[^>\"']|\"[^\"]*\"|'[^']*')*>", re.IGNORECASE)
 # ... and, when a quote is never closed, up to the first `>` as a browser would.
 _SECTION_TAG_UNQUOTED = re.compile(r"<section[^>]*>", re.IGNORECASE)
-# Lines of a quote or list item: a fence there hides closers as much as at the left margin.
-_CONTAINER_PREFIX = re.compile(r"(?:[ \t]{0,3}(?:>|[-+*](?=[ \t])|\d{1,9}[.)](?=[ \t]))[ \t]?)+")
 _CLASS_ATTRIBUTE = re.compile(r"""\bclass\s*=\s*(?:"([^"]*)"|'([^']*)'|([^\s"'=<>`]+))""", re.IGNORECASE)
 
 
@@ -156,94 +150,10 @@ def remove_ranges(text: str, ranges: Sequence[tuple[int, int]]) -> str:
     return "".join(kept)
 
 
-def is_gm_heading_text(text: str) -> bool:
-    """Whether a heading's text names a GM-only section.
-
-    Compared trimmed, case-insensitively, without trailing colons, with runs of spaces,
-    hyphens and underscores read as one space (so `GM-only` and `GM only` are the same
-    name, and likewise `DM-only`).
-    """
-    normalized = _strip_trailing_colons(" ".join(fold_lookalikes(text).split()).casefold())
-    if normalized.startswith("[gm]"):
-        return True
-    return re.sub(r"[\s_-]+", " ", normalized).strip() in GM_HEADING_NAMES
-
-
-def _strip_trailing_colons(text: str) -> str:
-    # An index walk, not a regular expression: `[\s:]+$` backtracks on every colon of a
-    # long run that is not at the end.
-    end = len(text)
-    while end and (text[end - 1] == ":" or text[end - 1].isspace()):
-        end -= 1
-    return text[:end]
-
-
-_ATX_HEADING_LINE = re.compile(r"[ \t]{0,3}(#{1,6})(?:[ \t]+(.*))?$")
-
-
-_HTML_HEADING_START = re.compile(r"<h([1-6])(?:\s[^<>]*)?>", re.IGNORECASE)
-_HTML_HEADING_END = re.compile(r"</h([1-6])\s*>", re.IGNORECASE)
-_TAG = re.compile(r"<[^<>]*>")
-
-
-@dataclass(frozen=True, slots=True)
-class HtmlHeading:
-    start: int
-    level: int
-    inner_html: str
-
-
-def html_headings(html: str) -> list[HtmlHeading]:
-    """The heading elements (`<h2>...</h2>`) of a piece of HTML, in order.
-
-    End tags are found once and looked up, so that many unclosed `<h2>`s cost linear time.
-    """
-    ends: dict[int, list[tuple[int, int]]] = {level: [] for level in range(1, 7)}
-    for end in _HTML_HEADING_END.finditer(html):
-        ends[int(end.group(1))].append((end.start(), end.end()))
-    headings: list[HtmlHeading] = []
-    position = 0
-    for start in _HTML_HEADING_START.finditer(html):
-        if start.start() < position:
-            continue
-        level = int(start.group(1))
-        candidates = ends[level]
-        index = bisect_right(candidates, (start.end(), -1))
-        if index == len(candidates):
-            continue
-        end_start, end_end = candidates[index]
-        headings.append(HtmlHeading(start.start(), level, html[start.end() : end_start]))
-        position = end_end
-    return headings
-
-
-def html_text(inner_html: str) -> str:
-    """The text of a piece of HTML, as a reader sees it (tags dropped, entities read)."""
-    return html.unescape(_TAG.sub("", inner_html))
-
-
-def gm_heading_line(text: str) -> tuple[int, int] | None:
-    """(offset, level) of the first line of raw `text` that reads as an ATX GM heading once
-    quote and list markers are removed; None when there is none."""
-    offset = 0
-    for line in text.split("\n"):
-        match = _ATX_HEADING_LINE.match(_without_container_prefix(fold_lookalikes(line)))
-        if match and is_gm_heading_text(_without_closing_hashes(match.group(2) or "")):
-            return offset, len(match.group(1))
-        offset += len(line) + 1
-    return None
-
-
-def _without_closing_hashes(text: str) -> str:
-    text = text.rstrip(" \t")
-    bare = text.rstrip("#")
-    return bare if not bare or bare[-1] in " \t" else text
-
-
 def is_fence_closer(line: str, markup: str) -> bool:
     """Whether a raw source line (quote and list markers allowed) closes a fence opened
     by `markup`."""
-    marker = _without_container_prefix(line).strip(" \t")
+    marker = without_container_prefix(line).strip(" \t")
     return len(marker) >= len(markup) and marker == markup[0] * len(marker)
 
 
@@ -273,11 +183,6 @@ def _has_secret_class(tag: str) -> bool:
         "secret" in html.unescape("".join(value for value in match.groups() if value)).casefold()
         for match in _CLASS_ATTRIBUTE.finditer(tag)
     )
-
-
-def _without_container_prefix(line: str) -> str:
-    prefix = _CONTAINER_PREFIX.match(line)
-    return line[prefix.end() :] if prefix else line
 
 
 def _indentation(line: str) -> tuple[int, str]:
@@ -418,7 +323,7 @@ class _Scanner:
         after = self._line_end(position)
         line = self.text[position:after].rstrip("\n")
         indent, stripped = _indentation(line)
-        code_indent, code_text = _indentation(_without_container_prefix(line))
+        code_indent, code_text = _indentation(without_container_prefix(line))
         blank = not code_text.strip()
         self.in_indented_code = not blank and code_indent >= 4 and (self.previous_blank or self.in_indented_code)
         self.previous_blank = blank
@@ -426,13 +331,13 @@ class _Scanner:
         if top is not None and top.kind is not FrameKind.FENCE and self.in_indented_code:
             return after  # code: no closer here is markup
         if top is None:
-            opener = container_opener(_without_container_prefix(stripped))
+            opener = container_opener(without_container_prefix(stripped))
             if opener:
                 # The rest of the line is still scanned: a comment opened on it nests.
                 self._push(Frame(FrameKind.CONTAINER, len(opener.group(1))), position)
             return None
         if top.kind is FrameKind.FENCE:
-            indent, stripped = _indentation(_without_container_prefix(line))
+            indent, stripped = _indentation(without_container_prefix(line))
             marker = stripped.rstrip(" \t")
             if indent <= 3 and len(marker) >= top.size and marker == top.fence_char * len(marker):
                 self._pop(after)
@@ -456,7 +361,7 @@ class _Scanner:
         return None
 
     def _open_fence(self, line: str) -> bool:
-        indent, stripped = _indentation(_without_container_prefix(line))
+        indent, stripped = _indentation(without_container_prefix(line))
         if not self.options.fences or indent > 3:
             return False
         fence = _FENCE_OPENER.match(stripped)

@@ -27,17 +27,14 @@ from markdown_it.rules_inline import StateInline, backtick
 from markdown_it.token import Token
 
 from engine.markdown_dropped import DROPPED_TEXT, dropped_parts_plugin
+from engine.markdown_headings import gm_heading_line, html_headings, html_text, is_gm_heading_text
 from engine.markdown_inert import InertTest, inert_spans, spans_test
 from engine.markdown_regions import (
     Frame,
     FrameKind,
     ScanOptions,
     container_opener,
-    gm_heading_line,
-    html_headings,
-    html_text,
     is_fence_closer,
-    is_gm_heading_text,
     remove_ranges,
     scan,
     secret_section_tag_end,

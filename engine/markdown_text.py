@@ -21,3 +21,13 @@ def fold_lookalikes(text: str) -> str:
     """`text` with invisible characters dropped, compatibility forms folded (NFKC:
     fullwidth letters are ASCII ones) and every space-like character but a newline made a space."""
     return _UNICODE_SPACE.sub(" ", unicodedata.normalize("NFKC", _INVISIBLE.sub("", text)))
+
+
+# Lines of a quote or list item: a fence there hides closers as much as at the left margin.
+_CONTAINER_PREFIX = re.compile(r"(?:[ \t]{0,3}(?:>|[-+*](?=[ \t])|\d{1,9}[.)](?=[ \t]))[ \t]?)+")
+
+
+def without_container_prefix(line: str) -> str:
+    """`line` without the quote and list markers that start it."""
+    prefix = _CONTAINER_PREFIX.match(line)
+    return line[prefix.end() :] if prefix else line
