@@ -14,10 +14,15 @@ The rules, chosen so that an author's hidden note never shows up:
   not close anything, and an unclosed comment inside a container keeps it open to the
   end of the document. Comments are raw text: inside one, only its own closing
   sequence counts.
+* A closer that might not be markup closes nothing (engine.markdown_inert: code,
+  attribute values, link text, raw-text elements, escapes); in raw lines, a fence or an
+  indented code block inside any region hides the closers in it.
 * Containers count nested `:::name` lines and skip over Markdown fences; a container is
   only closed by a `:::` line with at least as many colons as its opening line.
 * Secret sections count every nested `<section>` (secret or not) up to the matching
-  `</section>`; in raw block lines they skip over fences too.
+  `</section>`, which may run over a line break.
+* Removing a region never glues the text around it into a new opener: a glued opener
+  opens a region, as it would when the output is read again.
 * Code is public: the caller passes the code spans of a text, and nothing inside them
   opens or closes a region (a code span inside a region is removed with it).
 * In Markdown text `\\<!--` and `\\<section` are escaped, literal text that every renderer
