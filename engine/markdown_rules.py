@@ -327,8 +327,10 @@ class _Stripper:
             self.stack = result.stack
             return bool(token.content.strip())
         if token.type == "fence" and not hidden and not self._is_closed_fence(token):
-            self._strip_unclosed_fence(token)
+            self._cut_unclosed_fence(token)
             return True
+        if token.type == "code_block" and not hidden:
+            return self._keep_indented_code(token)
         if token.type == "definition":
             assert token.map is not None
             source = "\n".join(self.source_lines[token.map[0] : token.map[1]])
@@ -369,7 +371,24 @@ class _Stripper:
         start, end = token.map
         return end - start >= 2 and is_fence_closer(self.source_lines[end - 1], token.markup)
 
-    def _strip_unclosed_fence(self, token: Token) -> None:
+    def _keep_indented_code(self, token: Token) -> bool:
+        """An indented code block is code, unless its first line is a GM container opener
+        or GM heading indented by mistake (a tab before `:::gm`): then the block is that
+        GM part's start, and a container left open in it goes on after it."""
+        content = token.content
+        first_line = content.split("\n", 1)[0]
+        heading = gm_heading_line(first_line)
+        if heading is not None:
+            self.cut_level = heading[1]
+            return False
+        if container_opener(first_line.strip(" \t")):
+            result = scan(content, self.stack, _raw_options(content))
+            if result.stack:
+                self.stack = result.stack
+                return False
+        return True
+
+    def _cut_unclosed_fence(self, token: Token) -> None:
         """A fence never closed runs to the end of its container as code, but its author
         may have forgotten to close it before a GM part: from the first GM-only form in
         it (opener or GM heading line) on, its content is removed."""
