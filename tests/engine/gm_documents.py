@@ -104,7 +104,11 @@ def _removed(
 ) -> str:
     body = _body(draw, doc, form=form, depth=depth, enclosing=enclosing | {form})
     if form == "container":
-        return f"{draw(st.sampled_from(CONTAINER_OPENERS))}\n{body}\n::::"
+        # A tab typed before the opener makes it an indented code line; the closer may
+        # carry a no-break space.
+        indent = draw(st.sampled_from(["", "", "\t"])) if depth == 0 else ""
+        closer = draw(st.sampled_from(["::::", "::::", "::::\u00a0"]))
+        return f"{indent}{draw(st.sampled_from(CONTAINER_OPENERS))}\n{body}\n{closer}"
     if form == "html":
         return f"<!--\n{body}\n-->"
     if form == "obsidian":
@@ -187,9 +191,10 @@ def _dropped_opener(draw: st.DrawFn, doc: GeneratedDocument) -> str:
     return f"{opening}\n\n{doc.canary()}\n\n{CLOSERS[form]}"
 
 
-def _wrapped(draw: st.DrawFn, block: str) -> str:
+def _wrapped(draw: st.DrawFn, block: str, *, indent_up_to: int = 3) -> str:
+    """`block` indented (less than a code block's 4), then maybe in a quote, list or div."""
     lines = block.split("\n")
-    indent = " " * draw(st.integers(0, 3))
+    indent = " " * draw(st.integers(0, indent_up_to))
     lines = [indent + line if line else line for line in lines]
     wrapper = draw(st.sampled_from(["none", "none", "quote", "list", "html"]))
     if wrapper == "quote":
@@ -222,9 +227,10 @@ def documents(draw: st.DrawFn) -> tuple[str, GeneratedDocument]:
     for _ in range(draw(st.integers(1, 6))):
         kind = draw(st.sampled_from(["public", "public", "removed", "dropped"]))
         if kind == "public":
-            blocks.append(_wrapped(draw, _public(draw, doc)))
+            blocks.append(_wrapped(draw, _wrapped(draw, _public(draw, doc)), indent_up_to=0))
         elif kind == "removed":
-            blocks.append(_wrapped(draw, _removed(draw, doc, form=draw(st.sampled_from(FORMS)))))
+            removed = _removed(draw, doc, form=draw(st.sampled_from(FORMS)))
+            blocks.append(_wrapped(draw, _wrapped(draw, removed), indent_up_to=0))
         else:
             blocks.append(_dropped_opener(draw, doc))
     if draw(st.booleans()):
