@@ -47,29 +47,18 @@ _EMPTY = PublicMarkdown("", "")
 
 def render_public(raw: str | None) -> PublicMarkdown:
     """The public Markdown and text of a stored summary or description."""
-    # A byte-order mark is an encoding artifact, not text: one pasted in front of an opener
-    # must not stop it being one (markdown-it reads it as text).
-    raw = raw.removeprefix("\ufeff") if raw else raw
-    if not raw:
-        return _EMPTY
-    markdown = _render(_PUBLIC_MD, raw)
+    markdown, checked = _normalized(raw)
     if not markdown:
         return _EMPTY
-    # The pass that checks the Markdown is normalized parses it once for both forms: the
-    # parse is the same for `*_text` (only the output plugins differ).
-    for _ in range(_MAX_NORMALIZATION_PASSES):
-        env: dict[str, Any] = {}
-        tokens = _PUBLIC_MD.parse(markdown, env)
-        again = _render_tokens(_PUBLIC_MD, tokens, env)
-        if again == markdown:
-            return PublicMarkdown(markdown, _render_tokens(_TEXT_MD, tokens, env))
-        markdown = again
-    return PublicMarkdown(markdown, markdown_to_text(markdown)) if markdown else _EMPTY
+    # The parse that showed the Markdown normalized serves the text too: the parse is the
+    # same for both forms, only the output plugins differ.
+    text = _render_tokens(_TEXT_MD, *checked) if checked else markdown_to_text(markdown)
+    return PublicMarkdown(markdown, text)
 
 
 def strip_gm_content(raw: str) -> str:
     """Remove every GM-only part of `raw` and normalize what remains ("" if nothing)."""
-    return render_public(raw).markdown
+    return _normalized(raw)[0]
 
 
 def markdown_to_text(markdown: str) -> str:
@@ -196,6 +185,24 @@ def _build_markdown_it(*output_plugins: object) -> MarkdownIt:
 
 _PUBLIC_MD = _build_markdown_it(_PublicOutputPlugin)
 _TEXT_MD = _build_markdown_it(_PublicOutputPlugin, _TextOutputPlugin)
+
+
+def _normalized(raw: str | None) -> tuple[str, tuple[list[Token], dict[str, Any]] | None]:
+    """The public Markdown of `raw`, with the tokens and env of its last parse when that
+    parse rendered it unchanged (None when the passes ran out first)."""
+    # A byte-order mark is an encoding artifact, not text: one pasted in front of an opener
+    # must not stop it being one (markdown-it reads it as text).
+    markdown = _render(_PUBLIC_MD, raw.removeprefix("\ufeff")) if raw else ""
+    for _ in range(_MAX_NORMALIZATION_PASSES):
+        if not markdown:
+            return "", None
+        env: dict[str, Any] = {}
+        tokens = _PUBLIC_MD.parse(markdown, env)
+        again = _render_tokens(_PUBLIC_MD, tokens, env)
+        if again == markdown:
+            return markdown, (tokens, env)
+        markdown = again
+    return markdown, None
 
 
 def _render(mdit: MarkdownIt, source: str) -> str:
