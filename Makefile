@@ -5,7 +5,7 @@ BIN := $(VENV)/bin
 # Re-install only when the declared dependencies change.
 STAMP := $(VENV)/.installed
 
-.PHONY: install ui-assets demo test test-cluster lint bench soak clean
+.PHONY: install ui-assets demo test fuzz-gm test-cluster lint bench soak clean
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -29,6 +29,12 @@ demo: install
 
 test: install
 	$(BIN)/pytest -n 2 --dist loadgroup --ignore=tests/cluster
+
+# GM secrecy at length: the property suite of tests/engine/test_gm_properties.py with fresh
+# random documents (make test runs a fixed set of 250); about 10 ms per document.
+GM_FUZZ_EXAMPLES ?= 20000
+fuzz-gm: install
+	GM_FUZZ_EXAMPLES=$(GM_FUZZ_EXAMPLES) $(BIN)/pytest -n 0 tests/engine/test_gm_properties.py -k Generated
 
 # Several hosts behind HAProxy, Redis Sentinel failover, PgBouncer (tests/cluster): Debian's
 # haproxy, redis-sentinel and pgbouncer, started by the tests on loopback addresses.

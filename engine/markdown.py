@@ -16,15 +16,17 @@ from typing import Any, ClassVar
 
 import mdformat.plugins
 from markdown_it import MarkdownIt
-from mdformat.renderer import MDRenderer, RenderContext, RenderTreeNode
+from markdown_it.token import Token
+from mdformat.renderer import DEFAULT_RENDERERS, MDRenderer, RenderContext, RenderTreeNode
 from mdformat.renderer.typing import Postprocess, Render
 
-from engine.markdown_regions import GM_CONTAINER_OPENER
+from engine.markdown_regions import container_opener
 from engine.markdown_rules import gm_stripping_plugin
+from engine.markdown_tree import IndexedRenderTreeNode
 
 # Stored with every rendering (engine/renderings.py): a higher version than a row's means
 # its stored output may hold text this renderer removes, so it is rendered again.
-RENDERER_VERSION = "1"
+RENDERER_VERSION = "2"
 
 # mdformat output is not always a fixed point of mdformat at once (raw HTML left behind
 # by a removed comment may read as Markdown the second time); a few more passes settle it.
@@ -45,23 +47,18 @@ _EMPTY = PublicMarkdown("", "")
 
 def render_public(raw: str | None) -> PublicMarkdown:
     """The public Markdown and text of a stored summary or description."""
-    if not raw:
-        return _EMPTY
-    markdown = strip_gm_content(raw)
+    markdown, checked = _normalized(raw)
     if not markdown:
         return _EMPTY
-    return PublicMarkdown(markdown, markdown_to_text(markdown))
+    # The parse that showed the Markdown normalized serves the text too: the parse is the
+    # same for both forms, only the output plugins differ.
+    text = _render_tokens(_TEXT_MD, *checked) if checked else markdown_to_text(markdown)
+    return PublicMarkdown(markdown, text)
 
 
 def strip_gm_content(raw: str) -> str:
     """Remove every GM-only part of `raw` and normalize what remains ("" if nothing)."""
-    markdown = _render(_PUBLIC_MD, raw)
-    for _ in range(_MAX_NORMALIZATION_PASSES):
-        again = _render(_PUBLIC_MD, markdown)
-        if again == markdown:
-            break
-        markdown = again
-    return markdown
+    return _normalized(raw)[0]
 
 
 def markdown_to_text(markdown: str) -> str:
@@ -81,7 +78,9 @@ def _escape_text(text: str, node: RenderTreeNode, context: RenderContext) -> str
     # listed in options["parser_extension"], ours last).
     # Text can hold a literal "%%" (written `%\%` or `&#37;&#37;`); spell it so that the
     # output does not open an Obsidian comment when it is read again.
-    return _escape_tilde_runs(_DOUBLE_PERCENT.sub("%\\\\", text))
+    if "%" in text:
+        text = _DOUBLE_PERCENT.sub("%\\\\", text)
+    return _escape_tilde_runs(text) if "~" in text else text
 
 
 def _escape_tilde_runs(text: str) -> str:
@@ -107,13 +106,28 @@ def _escape_tilde_runs(text: str) -> str:
 def _escape_container_lines(text: str, node: RenderTreeNode, context: RenderContext) -> str:
     # Same for a paragraph line that reads `:::gm` (written `\:::gm` in the source).
     lines = text.split("\n")
-    return "\n".join("\\" + line if GM_CONTAINER_OPENER.match(line) else line for line in lines)
+    return "\n".join("\\" + line if container_opener(line) else line for line in lines)
+
+
+# Characters on which mdformat's text renderer acts (escapes, space runs, a `!` before a
+# link); a text node without any of them is written as it is.
+_TEXT_NEEDING_WORK = re.compile(r"[\t\n\\*_\[\]<`&!]|  ")
+_DEFAULT_TEXT = DEFAULT_RENDERERS["text"]
+
+
+def _text(node: RenderTreeNode, context: RenderContext) -> str:
+    # mdformat's text renderer costs a few regular expressions per node, one of them
+    # (character references) hashing a very large pattern on every call: on a paragraph
+    # of thousands of short nodes that is most of the rendering time. Same bytes.
+    if context.do_wrap or _TEXT_NEEDING_WORK.search(node.content):
+        return _DEFAULT_TEXT(node, context)
+    return node.content
 
 
 class _PublicOutputPlugin:
     """mdformat parser extension: keep the output free of GM-only syntax."""
 
-    RENDERERS: ClassVar[Mapping[str, Render]] = MappingProxyType({})
+    RENDERERS: ClassVar[Mapping[str, Render]] = MappingProxyType({"text": _text})
     POSTPROCESSORS: ClassVar[Mapping[str, Postprocess]] = MappingProxyType(
         {"text": _escape_text, "paragraph": _escape_container_lines}
     )
@@ -173,8 +187,32 @@ _PUBLIC_MD = _build_markdown_it(_PublicOutputPlugin)
 _TEXT_MD = _build_markdown_it(_PublicOutputPlugin, _TextOutputPlugin)
 
 
+def _normalized(raw: str | None) -> tuple[str, tuple[list[Token], dict[str, Any]] | None]:
+    """The public Markdown of `raw`, with the tokens and env of its last parse when that
+    parse rendered it unchanged (None when the passes ran out first)."""
+    # A byte-order mark is an encoding artifact, not text: one pasted in front of an opener
+    # must not stop it being one (markdown-it reads it as text).
+    markdown = _render(_PUBLIC_MD, raw.removeprefix("\ufeff")) if raw else ""
+    for _ in range(_MAX_NORMALIZATION_PASSES):
+        if not markdown:
+            return "", None
+        env: dict[str, Any] = {}
+        tokens = _PUBLIC_MD.parse(markdown, env)
+        again = _render_tokens(_PUBLIC_MD, tokens, env)
+        if again == markdown:
+            return markdown, (tokens, env)
+        markdown = again
+    return markdown, None
+
+
 def _render(mdit: MarkdownIt, source: str) -> str:
     env: dict[str, Any] = {}
-    rendered: str = mdit.renderer.render(mdit.parse(source, env), mdit.options, env)
+    return _render_tokens(mdit, mdit.parse(source, env), env)
+
+
+def _render_tokens(mdit: MarkdownIt, tokens: list[Token], env: dict[str, Any]) -> str:
+    renderer = mdit.renderer
+    assert isinstance(renderer, MDRenderer)
+    rendered = renderer.render_tree(IndexedRenderTreeNode(tokens), mdit.options, env)
     # Whitespace-only output means no public content.
     return rendered if rendered.strip() else ""

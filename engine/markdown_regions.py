@@ -14,10 +14,15 @@ The rules, chosen so that an author's hidden note never shows up:
   not close anything, and an unclosed comment inside a container keeps it open to the
   end of the document. Comments are raw text: inside one, only its own closing
   sequence counts.
+* A closer that might not be markup closes nothing (engine.markdown_inert: code,
+  attribute values, link text, raw-text elements, escapes); in raw lines, a fence or an
+  indented code block inside any region hides the closers in it.
 * Containers count nested `:::name` lines and skip over Markdown fences; a container is
   only closed by a `:::` line with at least as many colons as its opening line.
 * Secret sections count every nested `<section>` (secret or not) up to the matching
-  `</section>`; in raw block lines they skip over fences too.
+  `</section>`, which may run over a line break.
+* Removing a region never glues the text around it into a new opener: a glued opener
+  opens a region, as it would when the output is read again.
 * Code is public: the caller passes the code spans of a text, and nothing inside them
   opens or closes a region (a code span inside a region is removed with it).
 * In Markdown text `\\<!--` and `\\<section` are escaped, literal text that every renderer
@@ -26,15 +31,15 @@ The rules, chosen so that an author's hidden note never shows up:
 
 from __future__ import annotations
 
+import html
 import re
 from bisect import bisect_right
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
 from enum import Enum
 
-GM_HEADING_NAMES = frozenset(
-    {"gm", "gm only", "gm notes", "gm secrets", "dm", "dm only", "dm notes", "secret", "secrets"}
-)
+from engine.markdown_inert import MAX_TAG_LENGTH, InertTest, never_inert
+from engine.markdown_text import fold_lookalikes, without_container_prefix
 
 # A GM container opening line, after its indentation: `:::gm`, `::: DM`, `::::secret Title`.
 # Besides the contract's gm, gm-only, dm and secret, the hyphenated forms of the GM heading
@@ -43,13 +48,18 @@ GM_CONTAINER_OPENER = re.compile(
     r"(:{3,})[ \t]*(?:gm(?:[-_](?:only|notes|secrets))?|dm(?:[-_](?:only|notes))?|secrets?)(?:[ \t]|$)",
     re.IGNORECASE,
 )
-_CONTAINER_CLOSER = re.compile(r"(:{3,})[ \t]*$")
+_CONTAINER_CLOSER_PATTERN = re.compile(r"(:{3,})[ \t]*$")
 _NESTED_CONTAINER_OPENER = re.compile(r"(:{3,})[ \t]*\S")
 _FENCE_OPENER = re.compile(r"(`{3,})[^`]*$|(~{3,})")
 # Where a comment or a section may start; `<section` must be followed by what can follow
 # a tag name so that `<sections>` is not one.
 _TOP_LEVEL_OPENERS = re.compile(r"<!--|%%|<section(?=[\s/>])", re.IGNORECASE)
-_SECTION_EVENTS = re.compile(r"<!--|%%|<section(?=[\s/>])|</section\s*>", re.IGNORECASE)
+_SECTION_EVENTS = re.compile(r"<!--|%%|<section(?=[\s/>])|</section(?=[\s>])", re.IGNORECASE)
+# The rest of an end tag, which may run over a line break (`</section` newline `>`).
+_END_TAG_REST = re.compile(r"\s*>")
+# Openers that removing a part could create by gluing the text on both sides of it.
+_GLUED_OPENERS = re.compile(r"<!--|%%|<section", re.IGNORECASE)
+_LONGEST_GLUED_OPENER = len("<section")
 _COMMENT_OPENERS = re.compile(r"<!--|%%")
 # The whole opening tag, with quoted attribute values (which may hold `>`) ...
 _SECTION_TAG = re.compile(r"<section(?:[^>\"']|\"[^\"]*\"|'[^']*')*>", re.IGNORECASE)
@@ -77,14 +87,16 @@ class Frame:
     kind: FrameKind
     size: int = 0
     fence_char: str = ""
+    # Offset of the opener in the text being scanned; -1 when opened in an earlier one.
+    opened_at: int = -1
 
 
 @dataclass(frozen=True, slots=True)
 class ScanOptions:
     # Public code spans of the text, sorted (start, end) offsets; opaque to the scan.
     code: Sequence[tuple[int, int]] = ()
-    # Raw block lines: a fence opening line inside a region hides the lines up to its
-    # closing fence. Inside a token's text markdown-it has already found the fences.
+    # Raw lines: a fence opening line inside a region hides the lines up to its closing
+    # fence. Inside a paragraph's text markdown-it has already found the fences.
     fences: bool = False
     # Inline Markdown: `\<!--` and `\<section` are escaped text that every renderer
     # shows literally, so they open nothing. In raw HTML a backslash escapes nothing.
@@ -93,6 +105,8 @@ class ScanOptions:
     line_start: bool = True
     # Stop as soon as the regions open at the start are all closed (block rules).
     stop_when_closed: bool = False
+    # Where a closer might not be markup (engine.markdown_inert): it closes nothing there.
+    inert: InertTest = never_inert
 
 
 @dataclass(frozen=True, slots=True)
@@ -106,6 +120,16 @@ class ScanResult:
 def scan(text: str, stack: Sequence[Frame], options: ScanOptions, start: int = 0) -> ScanResult:
     """Find the GM-only ranges of `text[start:]`, given the regions open before it."""
     return _Scanner(text, stack, options).run(start)
+
+
+def container_opener(line: str) -> re.Match[str] | None:
+    """The opening-line match of a GM container, for a line without its indentation,
+    read as the author sees it (engine.markdown_text)."""
+    return GM_CONTAINER_OPENER.match(fold_lookalikes(line).lstrip(" "))
+
+
+def _container_closer(line: str) -> re.Match[str] | None:
+    return _CONTAINER_CLOSER_PATTERN.match(fold_lookalikes(line).lstrip(" "))
 
 
 def remove_ranges(text: str, ranges: Sequence[tuple[int, int]]) -> str:
@@ -131,36 +155,37 @@ def remove_ranges(text: str, ranges: Sequence[tuple[int, int]]) -> str:
     return "".join(kept)
 
 
-def is_gm_heading_text(text: str) -> bool:
-    """Whether a heading's text names a GM-only section.
-
-    Compared trimmed, case-insensitively, without trailing colons, with runs of spaces,
-    hyphens and underscores read as one space (so `GM-only` and `GM only` are the same
-    name, and likewise `DM-only`).
-    """
-    normalized = re.sub(r"[\s:]+$", "", " ".join(text.split()).casefold())
-    if normalized.startswith("[gm]"):
-        return True
-    return re.sub(r"[\s_-]+", " ", normalized).strip() in GM_HEADING_NAMES
+def is_fence_closer(line: str, markup: str) -> bool:
+    """Whether a raw source line (quote and list markers allowed) closes a fence opened
+    by `markup`."""
+    marker = without_container_prefix(line).strip(" \t")
+    return len(marker) >= len(markup) and marker == markup[0] * len(marker)
 
 
 def secret_section_tag_end(text: str, position: int) -> int | None:
     """End offset of a Foundry secret `<section ...>` tag starting at `position`, or None.
 
     The class attribute is read from both a quote-aware and a naive parse of the tag, so a
-    stray quote cannot hide the class from us.
+    stray quote cannot hide the class from us. Tags are read at most `MAX_TAG_LENGTH`
+    characters far (so many `<section`s without a `>` cost linear time); a longer one that
+    mentions "secret" is taken for a secret section ending there.
     """
+    limit = min(len(text), position + MAX_TAG_LENGTH)
     ends: list[int] = []
     for pattern in (_SECTION_TAG, _SECTION_TAG_UNQUOTED):
-        match = pattern.match(text, position)
+        match = pattern.match(text, position, limit)
         if match and _has_secret_class(match.group()):
             ends.append(match.end())
+    unterminated = not ends and limit < len(text) and ">" not in text[position:limit]
+    if unterminated and "secret" in text[position:limit].casefold():
+        ends.append(limit)
     return max(ends) if ends else None
 
 
 def _has_secret_class(tag: str) -> bool:
+    # Read as a browser reads it: `class="&#115;ecret"` is the class secret.
     return any(
-        "secret" in "".join(value for value in match.groups() if value).casefold()
+        "secret" in html.unescape("".join(value for value in match.groups() if value)).casefold()
         for match in _CLASS_ATTRIBUTE.finditer(tag)
     )
 
@@ -179,6 +204,9 @@ class _Scanner:
         self.code_starts = [start for start, _ in options.code]
         self.removed: list[tuple[int, int]] = []
         self.region_start: int | None = None
+        # Indented code in raw lines: after a blank line, a line indented 4+ is code.
+        self.previous_blank = True
+        self.in_indented_code = False
 
     def run(self, start: int) -> ScanResult:
         text = self.text
@@ -205,7 +233,9 @@ class _Scanner:
         return self._result()
 
     def _result(self, stopped_at: int | None = None) -> ScanResult:
-        return ScanResult(removed=self.removed, stack=self.stack, stopped_at=stopped_at)
+        # Offsets do not carry over to the next text.
+        stack = [replace(frame, opened_at=-1) for frame in self.stack]
+        return ScanResult(removed=self.removed, stack=stack, stopped_at=stopped_at)
 
     def _stopped(self) -> bool:
         return self.options.stop_when_closed and not self.stack
@@ -233,13 +263,51 @@ class _Scanner:
     def _push(self, frame: Frame, at: int) -> None:
         if not self.stack:
             self.region_start = at
-        self.stack.append(frame)
+        self.stack.append(replace(frame, opened_at=at))
 
-    def _pop(self, at: int) -> None:
+    def _pop(self, at: int) -> int:
+        """Close the innermost region at `at`; return where the scan goes on."""
         self.stack.pop()
         if not self.stack and self.region_start is not None:
-            self.removed.append((self.region_start, at))
-            self.region_start = None
+            start, self.region_start = self.region_start, None
+            self.removed.append((start, at))
+            return self._reopen_glued(start, at)
+        return at
+
+    def _reopen_glued(self, start: int, end: int) -> int:
+        """Removing `start..end` must not glue the text around it into a new opener.
+
+        `<<!-- x -->!-- y -->` would read `<!-- y -->` once the inner comment is gone: the
+        glued opener opens a region here, as it would when the output is read again.
+        """
+        previous_end = self.removed[-2][1] if len(self.removed) > 1 else 0
+        before_start = max(previous_end, start - _LONGEST_GLUED_OPENER + 1, self.text.rfind("\n", 0, start) + 1)
+        before = self.text[before_start:start]
+        if not before:
+            return end
+        glued = before + self.text[end : end + MAX_TAG_LENGTH]
+        for match in _GLUED_OPENERS.finditer(glued, 0, len(before) + _LONGEST_GLUED_OPENER):
+            if match.start() >= len(before) or match.end() <= len(before):
+                continue  # wholly on one side: the scan sees it anyway
+            opener_at = before_start + match.start()
+            if match.group() == "%%":
+                frame, after = Frame(FrameKind.OBSIDIAN_COMMENT), match.end()
+            elif match.group() == "<!--":
+                frame, after = Frame(FrameKind.HTML_COMMENT), match.end()
+            else:
+                tag_end = secret_section_tag_end(glued, match.start())
+                if tag_end is None:
+                    continue
+                frame, after = Frame(FrameKind.SECTION, 1), tag_end
+            # One region from the glued opener on, covering the range just removed.
+            self.removed.pop()
+            self._push(frame, opener_at)
+            return end + after - len(before)
+        return end
+
+    def _inert(self, closer_at: int) -> bool:
+        """Whether a closer of the innermost region might not be markup."""
+        return self.options.inert(closer_at, self.stack[-1].opened_at)
 
     def _escaped(self, position: int) -> bool:
         if not self.options.escapes:
@@ -258,36 +326,47 @@ class _Scanner:
         has to be scanned for inline syntax instead.
         """
         after = self._line_end(position)
-        indent, stripped = _indentation(self.text[position:after].rstrip("\n"))
+        line = self.text[position:after].rstrip("\n")
+        indent, stripped = _indentation(line)
+        code_indent, code_text = _indentation(without_container_prefix(line))
+        blank = not code_text.strip()
+        self.in_indented_code = not blank and code_indent >= 4 and (self.previous_blank or self.in_indented_code)
+        self.previous_blank = blank
         top = self.stack[-1] if self.stack else None
+        if top is not None and top.kind is not FrameKind.FENCE and self.in_indented_code:
+            return after  # code: no closer here is markup
         if top is None:
-            opener = GM_CONTAINER_OPENER.match(stripped)
+            opener = container_opener(without_container_prefix(stripped))
             if opener:
                 # The rest of the line is still scanned: a comment opened on it nests.
                 self._push(Frame(FrameKind.CONTAINER, len(opener.group(1))), position)
             return None
         if top.kind is FrameKind.FENCE:
+            indent, stripped = _indentation(without_container_prefix(line))
             marker = stripped.rstrip(" \t")
             if indent <= 3 and len(marker) >= top.size and marker == top.fence_char * len(marker):
                 self._pop(after)
             return after
         if top.kind is FrameKind.CONTAINER:
-            closer = _CONTAINER_CLOSER.match(stripped)
+            closer = _container_closer(stripped)
             if closer:
-                if indent <= 3 and len(closer.group(1)) >= top.size:
+                surely_markup = not self._inert(position + len(line) - len(stripped))
+                if indent <= 3 and len(closer.group(1)) >= top.size and surely_markup:
                     self._pop(after)
                 return after
-            if self._open_fence(indent, stripped):
+            if self._open_fence(line):
                 return after
             nested = _NESTED_CONTAINER_OPENER.match(stripped)
             if nested:
-                self.stack.append(Frame(FrameKind.CONTAINER, len(nested.group(1))))
+                self.stack.append(Frame(FrameKind.CONTAINER, len(nested.group(1)), opened_at=position))
             return None
-        if top.kind is FrameKind.SECTION and self._open_fence(indent, stripped):
+        # In raw lines a fence hides closers inside every region, comments included.
+        if self._open_fence(line):
             return after
         return None
 
-    def _open_fence(self, indent: int, stripped: str) -> bool:
+    def _open_fence(self, line: str) -> bool:
+        indent, stripped = _indentation(without_container_prefix(line))
         if not self.options.fences or indent > 3:
             return False
         fence = _FENCE_OPENER.match(stripped)
@@ -339,21 +418,24 @@ class _Scanner:
         for empty in ("<!-->", "<!--->"):
             if self.text.startswith(empty, start):
                 self._push(Frame(FrameKind.HTML_COMMENT), start)
-                self._pop(start + len(empty))
-                return start + len(empty)
+                return self._pop(start + len(empty))
         self._push(Frame(FrameKind.HTML_COMMENT), start)
         return start + len("<!--")
 
     def _find_closer(self, position: int, closer: str) -> int:
+        # Raw lines stop at each line end so that fence lines get seen.
+        limit = self._line_end(position) if self.options.fences else len(self.text)
         while True:
-            found = self.text.find(closer, position)
+            found = self.text.find(closer, position, limit)
             if found < 0:
-                return len(self.text)
+                return limit
             span_end = self._code_end(found)
-            if span_end is None:
-                self._pop(found + len(closer))
-                return found + len(closer)
-            position = span_end
+            if span_end is not None:
+                position = span_end
+            elif self._inert(found):
+                position = found + 1
+            else:
+                return self._pop(found + len(closer))
 
     def _inline_section(self, position: int) -> int:
         # Raw lines stop at each line end so that fence lines get seen; elsewhere a
@@ -372,10 +454,13 @@ class _Scanner:
                 return match.end()
             top = self.stack[-1]
             if event.startswith("</"):
+                rest = _END_TAG_REST.match(self.text, match.end())
+                if rest is None or self._inert(start):
+                    continue  # not an end tag, or not surely one
                 if top.size <= 1:
-                    self._pop(match.end())
-                else:
-                    self.stack[-1] = replace(top, size=top.size - 1)
+                    return self._pop(rest.end())
+                self.stack[-1] = replace(top, size=top.size - 1)
+                return rest.end()
             else:
                 self.stack[-1] = replace(top, size=top.size + 1)
             return match.end()

@@ -26,12 +26,15 @@ from markdown_it.rules_core import StateCore
 from markdown_it.rules_inline import StateInline, backtick
 from markdown_it.token import Token
 
+from engine.markdown_dropped import DROPPED_TEXT, dropped_parts_plugin
+from engine.markdown_headings import gm_heading_line, html_headings, html_text, is_gm_heading_text
+from engine.markdown_inert import InertTest, inert_spans, spans_test
 from engine.markdown_regions import (
-    GM_CONTAINER_OPENER,
     Frame,
     FrameKind,
     ScanOptions,
-    is_gm_heading_text,
+    container_opener,
+    is_fence_closer,
     remove_ranges,
     scan,
     secret_section_tag_end,
@@ -41,6 +44,7 @@ from engine.markdown_regions import (
 # still open at its end (a container left unclosed inside a list item goes on after it).
 REMOVED_BLOCK = "gm_removed_block"
 _CODE_SPANS_ENV_KEY = "gm_code_spans"
+_SOURCE_INERT_ENV_KEY = "gm_source_inert"
 # Block rules that a GM container or secret section may interrupt, like a fence can.
 _INTERRUPTS = ["paragraph", "reference", "blockquote", "list"]
 
@@ -49,6 +53,7 @@ def gm_stripping_plugin(md: MarkdownIt) -> None:
     # Definitions become tokens with their positions instead of only entries in
     # env["references"], so the core rule can tell which ones sit in removed parts.
     md.options["inline_definitions"] = True
+    dropped_parts_plugin(md)
     first_rule = md.block.ruler.get_all_rules()[0]
     md.block.ruler.before(first_rule, "gm_container", _container_rule, {"alt": _INTERRUPTS})
     md.block.ruler.before(first_rule, "gm_section", _section_rule, {"alt": _INTERRUPTS})
@@ -100,6 +105,26 @@ class _BlockLines:
     def index_of(self, position: int) -> int:
         return bisect_right(self.offsets, position) - 1
 
+    def inert_test(self, state: StateBlock) -> InertTest:
+        """Whether a closer at a position of `text` might not be markup, judged on the
+        whole source (found once per document), so that a code span or a link running
+        over the end of a chunk is seen whole."""
+        source_inert: InertTest | None = state.env.get(_SOURCE_INERT_ENV_KEY)
+        if source_inert is None:
+            source_inert = spans_test(inert_spans(state.src))
+            state.env[_SOURCE_INERT_ENV_KEY] = source_inert
+
+        def in_source(position: int) -> int:
+            index = self.index_of(position)
+            line = self.first_line + index
+            column = max(position - self.offsets[index] - self.pads[index], 0)  # not in our padding
+            return state.bMarks[line] + state.tShift[line] + column
+
+        def inert(at: int, opened_at: int) -> bool:
+            return source_inert(in_source(at), in_source(opened_at) if opened_at >= 0 else -1)
+
+        return inert
+
 
 @dataclass(frozen=True, slots=True)
 class _BlockScan:
@@ -109,8 +134,8 @@ class _BlockScan:
 
 
 def _scan_block(state: StateBlock, lines: _BlockLines, stack: list[Frame], start: int, end_line: int) -> _BlockScan:
-    options = ScanOptions(fences=True, stop_when_closed=True)
     while True:
+        options = ScanOptions(fences=True, stop_when_closed=True, inert=lines.inert_test(state))
         result = scan(lines.text, stack, options, start=start)
         if result.stopped_at is not None or lines.end_line >= end_line:
             return _BlockScan(lines, result.stack, result.stopped_at)
@@ -132,7 +157,7 @@ def _container_rule(state: StateBlock, start_line: int, end_line: int, silent: b
     if state.is_code_block(start_line):
         return False
     first = state.src[state.bMarks[start_line] + state.tShift[start_line] : state.eMarks[start_line]]
-    if not GM_CONTAINER_OPENER.match(first):
+    if not container_opener(first):
         return False
     if silent:
         return True
@@ -161,7 +186,7 @@ def _section_rule(state: StateBlock, start_line: int, end_line: int, silent: boo
         return False
     if silent:
         return True
-    result = _scan_block(state, lines, [Frame(FrameKind.SECTION, 1)], tag_end, end_line)
+    result = _scan_block(state, lines, [Frame(FrameKind.SECTION, 1, opened_at=lines.pads[0])], tag_end, end_line)
     if result.stopped_at is None:
         state.line = end_line
         _push_removed_block(state, start_line, result.stack)
@@ -283,6 +308,9 @@ class _Stripper:
         if token.type == REMOVED_BLOCK:
             self.stack.extend(token.meta["stack"])
             return False
+        if token.type == DROPPED_TEXT:
+            self._read_dropped(token.content)
+            return False
         if token.type == "heading_open":
             level = int(token.tag[1:])
             # A heading ends the cut only if it is really there, not inside a comment.
@@ -293,21 +321,96 @@ class _Stripper:
             self._strip_inline(token, previous)
             return True
         if token.type == "html_block":
-            result = scan(token.content, self.stack, ScanOptions())
-            self.stack = result.stack
+            result = scan(token.content, self.stack, _raw_options(token.content))
             kept = remove_ranges(token.content, result.removed)
-            token.content = "" if self.cut_level is not None else kept
+            token.content = self._cut_at_html_headings(kept)
+            self.stack = result.stack
             return bool(token.content.strip())
+        if token.type == "fence" and not hidden and not self._is_closed_fence(token):
+            self._cut_unclosed_fence(token)
+            return True
+        if token.type == "code_block" and not hidden:
+            return self._keep_indented_code(token)
         if token.type == "definition":
             assert token.map is not None
             source = "\n".join(self.source_lines[token.map[0] : token.map[1]])
-            result = scan(source, self.stack, ScanOptions())
+            result = scan(source, self.stack, _raw_options(source))
             self.stack = result.stack
             return not (hidden or result.removed)
+        if token.type in ("fence", "code_block") and hidden:
+            # Its lines as written: a closing fence there may end a fence opened in the
+            # removed part (markdown-it saw the opening one inside an HTML block).
+            assert token.map is not None
+            source = "\n".join(self.source_lines[token.map[0] : token.map[1]])
+            self.stack = scan(source, self.stack, _raw_options(source)).stack
+            return False
         if token.nesting != 0:
             return True  # structure; containers left empty are pruned afterwards
         # Code blocks, fences, thematic breaks: opaque, kept or dropped whole.
         return not hidden
+
+    def _cut_at_html_headings(self, html: str) -> str:
+        """`html` without the parts under GM headings written as HTML (`<h2>GM</h2>`):
+        an HTML heading starts and ends a GM section as a Markdown heading does."""
+        kept: list[str] = []
+        position = 0
+        for heading in html_headings(html):
+            if self.cut_level is None:
+                kept.append(html[position : heading.start])
+            position = heading.start
+            if self.cut_level is not None and heading.level <= self.cut_level:
+                self.cut_level = None
+            if self.cut_level is None and is_gm_heading_text(html_text(heading.inner_html)):
+                self.cut_level = heading.level
+        if self.cut_level is None:
+            kept.append(html[position:])
+        return "".join(kept)
+
+    def _is_closed_fence(self, token: Token) -> bool:
+        assert token.map is not None
+        start, end = token.map
+        return end - start >= 2 and is_fence_closer(self.source_lines[end - 1], token.markup)
+
+    def _keep_indented_code(self, token: Token) -> bool:
+        """An indented code block is code, unless its first line is a GM container opener
+        or GM heading indented by mistake (a tab before `:::gm`): then the block is that
+        GM part's start, and a container left open in it goes on after it."""
+        content = token.content
+        first_line = content.split("\n", 1)[0]
+        heading = gm_heading_line(first_line)
+        if heading is not None:
+            self.cut_level = heading[1]
+            return False
+        if container_opener(first_line.strip(" \t")):
+            result = scan(content, self.stack, _raw_options(content))
+            if result.stack:
+                self.stack = result.stack
+                return False
+        return True
+
+    def _cut_unclosed_fence(self, token: Token) -> None:
+        """A fence never closed runs to the end of its container as code, but its author
+        may have forgotten to close it before a GM part: from the first GM-only form in
+        it (opener or GM heading line) on, its content is removed."""
+        content = token.content
+        result = scan(content, self.stack, _raw_options(content))
+        cut = min((start for start, _ in result.removed), default=len(content))
+        heading = gm_heading_line(content)
+        if heading is not None and heading[0] < cut:
+            cut = heading[0]
+            self.cut_level = heading[1]
+        kept = content[:cut]
+        token.content = kept if not kept or kept.endswith("\n") else kept.rstrip(" \t") + "\n"
+        self.stack = result.stack
+
+    def _read_dropped(self, text: str) -> None:
+        """Text the parser dropped: never published, but its openers and GM headings count."""
+        result = scan(text, self.stack, _raw_options(text))
+        kept = remove_ranges(text, result.removed)
+        self.stack = result.stack
+        heading = gm_heading_line(kept)
+        if heading is not None and (self.cut_level is None or heading[1] < self.cut_level):
+            self.cut_level = heading[1]
 
     def _strip_inline(self, token: Token, parent: Token | None) -> None:
         is_heading = parent is not None and parent.type == "heading_open"
@@ -319,12 +422,18 @@ class _Stripper:
         result = scan(
             token.content,
             self.stack,
-            ScanOptions(code=code, escapes=True, line_start=line_start),
+            ScanOptions(code=code, escapes=True, line_start=line_start, inert=_inert_test(token.content)),
         )
         self.stack = result.stack
         kept = remove_ranges(token.content, result.removed).strip()
         if self.cut_level is None and is_heading and parent is not None and self._is_gm_heading(kept):
             self.cut_level = int(parent.tag[1:])
+        if self.cut_level is None and not is_heading and line_start:
+            # `##` and a no-break space, or the fullwidth forms of `## GM`: a paragraph to
+            # markdown-it, a GM heading to the author.
+            lookalike = gm_heading_line(kept.split("\n", 1)[0])
+            if lookalike is not None:
+                self.cut_level = lookalike[1]
         token.content = "" if self.cut_level is not None else kept
 
     def _is_gm_heading(self, content: str) -> bool:
@@ -333,6 +442,15 @@ class _Stripper:
             return True
         children, _ = _parse_inline(self.state.md, content, self.block_references)
         return is_gm_heading_text(_plain_text(children))
+
+
+def _inert_test(text: str) -> InertTest:
+    return spans_test(inert_spans(text))
+
+
+def _raw_options(text: str) -> ScanOptions:
+    """How to scan source lines as written (HTML blocks, definitions, dropped text)."""
+    return ScanOptions(fences=True, inert=_inert_test(text))
 
 
 def _prune(tokens: list[Token]) -> list[Token]:

@@ -1,7 +1,7 @@
 """Public Markdown rendered for the write path, on every core once there is enough of it.
 
-`engine.markdown.render_public` costs a few ms per KB of raw Markdown (mdformat, pure
-Python, three passes), which makes it the expensive part of an import. A `RenderPool`
+`engine.markdown.render_public` costs about 2 ms of CPU per KB of raw Markdown (mdformat,
+pure Python: two parses, three renders), which makes it the expensive part of an import. A `RenderPool`
 renders small amounts in the calling process and, past `inline_bytes` of raw Markdown,
 hands the rest to worker processes (spawned, so they inherit no database connection or
 event loop of the caller), in chunks of about `CHUNK_BYTES` so that every worker stays

@@ -16,6 +16,7 @@ from sqlalchemy import func, select
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from engine.errors import InvalidExport
+from engine.export_format import MAX_MARKDOWN_BYTES
 from engine.importer import BATCH_SIZE, ImportSummary, import_campaign_export
 from engine.record_writer import WriteCounts, WriteProgress
 from engine.tables import Campaign, Character, Item, Location, Session
@@ -263,6 +264,16 @@ BAD_EXPORTS: dict[str, tuple[dict[str, Any], str]] = {
     "id too long": (
         base_export(users=[user(), user("x" * 65)]),
         'users[1] (id "' + "x" * 65 + '"): id: String should have at most 64 characters',
+    ),
+    "summary over the size limit": (
+        base_export(sessions=[session(), session("@bad", summary="é" * (MAX_MARKDOWN_BYTES // 2) + "x")]),
+        f'sessions[1] (id "@bad"): summary: Markdown of {MAX_MARKDOWN_BYTES + 1} bytes is over the limit of '
+        f"{MAX_MARKDOWN_BYTES} bytes (256 KB)",
+    ),
+    "description over the size limit": (
+        base_export(items=[entity("@bad", description="x" * (MAX_MARKDOWN_BYTES + 1))]),
+        f'items[0] (id "@bad"): description: Markdown of {MAX_MARKDOWN_BYTES + 1} bytes is over the limit of '
+        f"{MAX_MARKDOWN_BYTES} bytes (256 KB)",
     ),
     "id missing": (
         base_export(users=[user(), user(DROP)]),

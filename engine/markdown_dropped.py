@@ -1,0 +1,95 @@
+"""Text markdown-it parses and then drops, handed to the GM stripper instead of lost.
+
+markdown-it leaves two kinds of source out of its token stream: the cells of a table row
+beyond the header's count, and whatever is nested deeper than its `maxNesting` option.
+An opener written there would never reach the stripper while its body, outside the
+dropped part, would be published. These block rules make every such part a
+`DROPPED_TEXT` token holding its raw text, in document order: the stripper reads it for
+openers and GM headings and never publishes it (contract section 6: whatever cannot be
+parsed reliably is removed, never published as content of a removed part).
+
+Relies on markdown-it-py's GFM table rule and its `escapedSplit` (how it cuts a row into
+cells); tests/engine/test_markdown_dropped.py fails if either changes behaviour.
+"""
+
+from __future__ import annotations
+
+from markdown_it import MarkdownIt
+from markdown_it.common.utils import mdTrim
+from markdown_it.rules_block import StateBlock
+from markdown_it.rules_block.table import escapedSplit, table
+from markdown_it.token import Token
+
+DROPPED_TEXT = "gm_dropped_text"
+# Container rules below this level cannot open a block whose content markdown-it drops:
+# a list at level maxNesting - 2 opens its item at maxNesting - 1, whose content is
+# still parsed. Deeper blocks are taken whole by `_too_deep_rule`.
+_NESTING_MARGIN = 2
+
+
+def dropped_parts_plugin(md: MarkdownIt) -> None:
+    first_rule = md.block.ruler.get_all_rules()[0]
+    md.block.ruler.before(first_rule, "gm_too_deep", _too_deep_rule)
+    md.block.ruler.at("table", _table_rule, {"alt": ["paragraph", "reference"]})
+
+
+def _too_deep_rule(state: StateBlock, start_line: int, end_line: int, silent: bool) -> bool:
+    if state.level < state.md.options.maxNesting - _NESTING_MARGIN:
+        return False
+    if silent:
+        return True
+    # The block runs as far as markdown-it's own loop would go: to the first line
+    # indented less than the enclosing block (the end of a list item), blank lines aside.
+    last = start_line
+    for line in range(start_line, end_line):
+        if state.isEmpty(line):
+            continue
+        if state.sCount[line] < state.blkIndent:
+            break
+        last = line
+    token = state.push(DROPPED_TEXT, "", 0)
+    token.map = [start_line, last + 1]
+    token.content = state.getLines(start_line, last + 1, state.blkIndent, False)
+    state.line = last + 1
+    return True
+
+
+def _table_rule(state: StateBlock, start_line: int, end_line: int, silent: bool) -> bool:
+    first_token = len(state.tokens)
+    if not table(state, start_line, end_line, silent):
+        return False
+    if not silent:
+        state.tokens[first_token:] = _with_dropped_cells(state, state.tokens[first_token:])
+    return True
+
+
+def _with_dropped_cells(state: StateBlock, tokens: list[Token]) -> list[Token]:
+    """The table's tokens, with a DROPPED_TEXT token closing each row that has cells
+    beyond the header's count, holding those cells as written."""
+    columns = sum(1 for token in tokens if token.type == "th_open")
+    out: list[Token] = []
+    in_body = False
+    for token in tokens:
+        in_body = in_body or token.type == "tbody_open"
+        if in_body and token.type == "tr_close" and out and out[-1].type == "td_close":
+            row_open = next(t for t in reversed(out) if t.type == "tr_open")
+            assert row_open.map is not None
+            extra = _cells_beyond(state, row_open.map[0], columns)
+            if extra:
+                dropped = Token(DROPPED_TEXT, "", 0)
+                dropped.map = list(row_open.map)
+                dropped.content = extra
+                out.append(dropped)
+        out.append(token)
+    return out
+
+
+def _cells_beyond(state: StateBlock, line: int, columns: int) -> str:
+    """The text of the cells of row `line` past the first `columns`, split as markdown-it does."""
+    text = mdTrim(state.src[state.bMarks[line] + state.tShift[line] : state.eMarks[line]])
+    cells = escapedSplit(text)
+    if cells and cells[0] == "":
+        cells.pop(0)
+    if cells and cells[-1] == "":
+        cells.pop()
+    return "|".join(cells[columns:])

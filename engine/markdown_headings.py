@@ -1,0 +1,103 @@
+"""Which headings start a GM-only section (contract section 6, rule 2).
+
+Markdown headings are recognized by markdown-it; these functions judge their text, and
+find headings markdown-it does not see as such: HTML heading elements, and heading lines
+in text it drops or reads as code or as a paragraph (look-alike characters).
+"""
+
+from __future__ import annotations
+
+import html
+import re
+from bisect import bisect_right
+from dataclasses import dataclass
+
+from engine.markdown_text import fold_lookalikes, without_container_prefix
+
+GM_HEADING_NAMES = frozenset(
+    {"gm", "gm only", "gm notes", "gm secrets", "dm", "dm only", "dm notes", "secret", "secrets"}
+)
+
+
+def is_gm_heading_text(text: str) -> bool:
+    """Whether a heading's text names a GM-only section.
+
+    Compared trimmed, case-insensitively, without trailing colons, with runs of spaces,
+    hyphens and underscores read as one space (so `GM-only` and `GM only` are the same
+    name, and likewise `DM-only`).
+    """
+    normalized = _strip_trailing_colons(" ".join(fold_lookalikes(text).split()).casefold())
+    if normalized.startswith("[gm]"):
+        return True
+    return re.sub(r"[\s_-]+", " ", normalized).strip() in GM_HEADING_NAMES
+
+
+def _strip_trailing_colons(text: str) -> str:
+    # An index walk, not a regular expression: `[\s:]+$` backtracks on every colon of a
+    # long run that is not at the end.
+    end = len(text)
+    while end and (text[end - 1] == ":" or text[end - 1].isspace()):
+        end -= 1
+    return text[:end]
+
+
+_ATX_HEADING_LINE = re.compile(r"[ \t]{0,3}(#{1,6})(?:[ \t]+(.*))?$")
+
+
+_HTML_HEADING_START = re.compile(r"<h([1-6])(?:\s[^<>]*)?>", re.IGNORECASE)
+_HTML_HEADING_END = re.compile(r"</h([1-6])\s*>", re.IGNORECASE)
+_TAG = re.compile(r"<[^<>]*>")
+
+
+@dataclass(frozen=True, slots=True)
+class HtmlHeading:
+    start: int
+    level: int
+    inner_html: str
+
+
+def html_headings(html: str) -> list[HtmlHeading]:
+    """The heading elements (`<h2>...</h2>`) of a piece of HTML, in order.
+
+    End tags are found once and looked up, so that many unclosed `<h2>`s cost linear time.
+    """
+    ends: dict[int, list[tuple[int, int]]] = {level: [] for level in range(1, 7)}
+    for end in _HTML_HEADING_END.finditer(html):
+        ends[int(end.group(1))].append((end.start(), end.end()))
+    headings: list[HtmlHeading] = []
+    position = 0
+    for start in _HTML_HEADING_START.finditer(html):
+        if start.start() < position:
+            continue
+        level = int(start.group(1))
+        candidates = ends[level]
+        index = bisect_right(candidates, (start.end(), -1))
+        if index == len(candidates):
+            continue
+        end_start, end_end = candidates[index]
+        headings.append(HtmlHeading(start.start(), level, html[start.end() : end_start]))
+        position = end_end
+    return headings
+
+
+def html_text(inner_html: str) -> str:
+    """The text of a piece of HTML, as a reader sees it (tags dropped, entities read)."""
+    return html.unescape(_TAG.sub("", inner_html))
+
+
+def gm_heading_line(text: str) -> tuple[int, int] | None:
+    """(offset, level) of the first line of raw `text` that reads as an ATX GM heading once
+    quote and list markers are removed; None when there is none."""
+    offset = 0
+    for line in text.split("\n"):
+        match = _ATX_HEADING_LINE.match(without_container_prefix(fold_lookalikes(line)))
+        if match and is_gm_heading_text(_without_closing_hashes(match.group(2) or "")):
+            return offset, len(match.group(1))
+        offset += len(line) + 1
+    return None
+
+
+def _without_closing_hashes(text: str) -> str:
+    text = text.rstrip(" \t")
+    bare = text.rstrip("#")
+    return bare if not bare or bare[-1] in " \t" else text

@@ -1,0 +1,129 @@
+"""Where a closing marker of a GM-only part might not be markup (contract section 6).
+
+A removed part ends only at a closer that every reader takes for markup. A `</section>`,
+`-->`, `%%` or `:::` that might be inside code, inside an attribute value, inside a
+link's text, destination or title (an image description included), behind a backslash
+or inside a raw-text element (script, style, pre, textarea) does not end anything: the
+part goes on, which at worst removes more than the author meant, never less.
+
+`inert_spans` finds those places in one left-to-right pass over a text, erring on the
+side of "might not be markup": backtick runs are paired with the next run of the same
+length in the same paragraph whatever the escapes, a bracket is matched with the next
+closing one, a tag is skipped with its quoted attribute values. Openers never consult
+this: they count wherever they might be markup.
+"""
+
+from __future__ import annotations
+
+import re
+from bisect import bisect_right
+from collections.abc import Callable, Sequence
+
+# Longest tag we read attribute by attribute; an unterminated tag is inert this far,
+# which keeps the pass linear whatever the input.
+MAX_TAG_LENGTH = 512
+
+# (closer's offset, offset of the opener of its region or -1 when it is before the text)
+# -> whether the closer might not be markup. A closer in the same code span or link text
+# as its opener is as much markup as the opener was.
+InertTest = Callable[[int, int], bool]
+
+_EVENTS = re.compile(r"`+|\\.|\n[ \t]*(?=\n)|\[|\]\(?|<(?:script|style|pre|textarea)(?=[\s>/])|<[A-Za-z]", re.I)
+_TAG_BODY = re.compile(r"(?:[^>\"']|\"[^\"]*\"|'[^']*')*>")
+_RAW_TEXT_END = {name: re.compile(rf"</{name}\s*>", re.I) for name in ("script", "style", "pre", "textarea")}
+
+
+def inert_spans(text: str) -> list[tuple[int, int]]:
+    """Sorted, disjoint (start, end) ranges of `text` where a closer is not trusted."""
+    spans: list[tuple[int, int]] = []
+    open_ticks: dict[int, int] = {}  # backtick run length -> where the run starts
+    brackets: list[int] = []
+    position = 0
+    while True:
+        match = _EVENTS.search(text, position)
+        if match is None:
+            break
+        start, event = match.start(), match.group()
+        position = match.end()
+        if event[0] == "`":
+            opened = open_ticks.pop(len(event), None)
+            if opened is None:
+                open_ticks[len(event)] = start
+            else:
+                spans.append((opened, position))
+                open_ticks.clear()
+        elif event[0] == "\\":
+            spans.append((start, position))
+        elif event[0] == "\n":  # a blank line ends a paragraph, and its spans with it
+            open_ticks.clear()
+            brackets.clear()
+        elif event == "[":
+            brackets.append(start)
+        elif event[0] == "]":
+            if brackets:
+                end = _destination_end(text, position) if event == "](" else position
+                spans.append((brackets.pop(), end))
+                position = max(position, end)
+        elif event[1:].casefold() in _RAW_TEXT_END:
+            closing = _RAW_TEXT_END[event[1:].casefold()].search(text, position)
+            end = len(text) if closing is None else closing.start()
+            spans.append((start, end))
+            position = end
+        else:
+            end = _tag_end(text, start)
+            spans.append((start, end))
+            position = end
+    return _merged(spans)
+
+
+def spans_test(spans: Sequence[tuple[int, int]]) -> InertTest:
+    """A closer is inert inside one of the sorted `spans` that does not hold its opener."""
+    starts = [start for start, _ in spans]
+
+    def inert(at: int, opened_at: int) -> bool:
+        index = bisect_right(starts, at) - 1
+        return index >= 0 and opened_at < spans[index][0] <= at < spans[index][1]
+
+    return inert
+
+
+def never_inert(at: int, opened_at: int) -> bool:
+    return False
+
+
+def _tag_end(text: str, start: int) -> int:
+    limit = min(len(text), start + MAX_TAG_LENGTH)
+    match = _TAG_BODY.match(text, start + 2, limit)
+    return match.end() if match else limit
+
+
+def _destination_end(text: str, position: int) -> int:
+    """End of a link destination and title opened by `](` just before `position`."""
+    depth = 1
+    index = position
+    limit = min(len(text), position + MAX_TAG_LENGTH)
+    while index < limit:
+        char = text[index]
+        if char == "\\":
+            index += 2
+            continue
+        if char == "(":
+            depth += 1
+        elif char == ")":
+            depth -= 1
+            if depth == 0:
+                return index + 1
+        elif char == "\n" and text[index + 1 : index + 2] == "\n":
+            return index
+        index += 1
+    return limit
+
+
+def _merged(spans: list[tuple[int, int]]) -> list[tuple[int, int]]:
+    merged: list[tuple[int, int]] = []
+    for start, end in sorted(spans):
+        if merged and start <= merged[-1][1]:
+            merged[-1] = (merged[-1][0], max(end, merged[-1][1]))
+        else:
+            merged.append((start, end))
+    return merged

@@ -1,0 +1,33 @@
+"""How GM-only markers are compared: as the author sees them, not as the bytes spell them.
+
+A heading name or a `:::gm` line may carry characters that look like nothing or like
+ASCII (a byte-order mark pasted at the start, a zero-width space, fullwidth letters from
+an IME, a no-break space or form feed instead of a space). Markers are recognized after
+folding these away, so what the author sees as `GM` hides what it should.
+"""
+
+from __future__ import annotations
+
+import re
+import unicodedata
+
+# Format characters that render as nothing: zero-width space/joiners, word joiner,
+# byte-order mark, soft hyphen, Mongolian vowel separator.
+_INVISIBLE = re.compile("[\u200b-\u200d\u2060\ufeff\u00ad\u180e]")
+_UNICODE_SPACE = re.compile(r"[^\S\n]")
+
+
+def fold_lookalikes(text: str) -> str:
+    """`text` with invisible characters dropped, compatibility forms folded (NFKC:
+    fullwidth letters are ASCII ones) and every space-like character but a newline made a space."""
+    return _UNICODE_SPACE.sub(" ", unicodedata.normalize("NFKC", _INVISIBLE.sub("", text)))
+
+
+# Lines of a quote or list item: a fence there hides closers as much as at the left margin.
+_CONTAINER_PREFIX = re.compile(r"(?:[ \t]{0,3}(?:>|[-+*](?=[ \t])|\d{1,9}[.)](?=[ \t]))[ \t]?)+")
+
+
+def without_container_prefix(line: str) -> str:
+    """`line` without the quote and list markers that start it."""
+    prefix = _CONTAINER_PREFIX.match(line)
+    return line[prefix.end() :] if prefix else line
