@@ -19,10 +19,10 @@ from sqlalchemy import MetaData
 from sqlalchemy.ext.asyncio import create_async_engine
 
 from engine.changes import list_changes
-from engine.cli import main
 from engine.db import Database
 from engine.export_format import RECORD_MODELS
 from engine.records import CampaignScope
+from rest.cli import main
 from tests.contract.campaign import CAMPAIGN_A, HIDDEN_IDS, expected_list
 from tests.databases import BACKENDS, migrated_database
 from tests.engine.served_bodies import GOLDEN, campaign_exports, issue_tokens, served_bodies, settings_for
