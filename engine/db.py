@@ -76,7 +76,8 @@ class SqliteReads:
         for attempt in range(2):
             pooled = await self.borrow()
             try:
-                async with pooled.driver_connection.execute(sql, arguments) as cursor:
+                # A pooled connection checked out is never detached from its driver connection.
+                async with pooled.driver_connection.execute(sql, arguments) as cursor:  # type: ignore[union-attr]
                     raw_rows = list(await cursor.fetchall())
             except self._dialect.loaded_dbapi.Error as exc:
                 DATABASE_ERRORS.inc()

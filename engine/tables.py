@@ -42,8 +42,8 @@ class UTCDateTime(TypeDecorator[datetime]):
 def ordered_text(length: int | None = None) -> String:
     """A string type that sorts byte-wise on every backend."""
     if length:
-        return String(length).with_variant(String(length, collation="C"), "postgresql")  # type: ignore[return-value]
-    return Text().with_variant(Text(collation="C"), "postgresql")  # type: ignore[return-value]
+        return String(length).with_variant(String(length, collation="C"), "postgresql")
+    return Text().with_variant(Text(collation="C"), "postgresql")
 
 
 ID_TYPE = ordered_text(64)
@@ -222,10 +222,10 @@ WIKI_ENTITY_TABLES: tuple[type[WikiEntityColumns], ...] = (Location, Character, 
 # The list orders, as index range scans within one campaign's visible rows.
 Index(
     "ix_sessions_public_order",
-    Session.campaign_id,  # type: ignore[arg-type]
-    Session.visibility,  # type: ignore[arg-type]
+    Session.campaign_id,
+    Session.visibility,
     Session.recording_date.desc().nulls_last(),  # type: ignore[union-attr]
-    Session.id,  # type: ignore[arg-type]
+    Session.id,
 )
 Index("ux_change_feed_campaign_seq", ChangeFeedEntry.campaign_id, ChangeFeedEntry.seq, unique=True)  # type: ignore[arg-type]
 for _table in (Session, *WIKI_ENTITY_TABLES):
@@ -234,9 +234,9 @@ for _table in (Session, *WIKI_ENTITY_TABLES):
 for _table in WIKI_ENTITY_TABLES:
     Index(
         f"ix_{_table.__tablename__}_wiki_order",
-        _table.campaign_id,  # type: ignore[arg-type]
+        _table.campaign_id,
         _table.hidden_from_wiki,  # type: ignore[arg-type]
         _table.sort_order.asc().nulls_last(),  # type: ignore[union-attr]
-        _table.name,  # type: ignore[arg-type]
-        _table.id,  # type: ignore[arg-type]
+        _table.name,
+        _table.id,
     )

@@ -9,7 +9,8 @@ import logging
 from fastapi import APIRouter, Request
 from starlette.responses import Response
 
-from engine.db import Database, ReadFailed
+from engine.db import Database
+from engine.read_pool import ReadFailed
 from engine.renderings import count_stale_renderings, describe_stale
 from rest.responses import json_response
 from rest.runtime import runtime_of

@@ -119,7 +119,8 @@ class BoundedHttpToolsProtocol(HttpToolsProtocol):
         # Answer only if this request is the one the next response on the connection is
         # for and nothing of a response to it was written; otherwise just close.
         if self._section == "head":
-            answerable = self.cycle is None or self.cycle.response_complete
+            # uvicorn annotates `cycle` as always set; it is None before the first request.
+            answerable = self.cycle is None or self.cycle.response_complete  # type: ignore[redundant-expr]
         else:
             answerable = not self.pipeline and not self.cycle.response_started
         if answerable:

@@ -18,8 +18,9 @@ import pytest
 from sqlalchemy.engine import make_url
 
 from engine import records
-from engine.db import Database, ReadFailed, fetch
+from engine.db import Database, fetch
 from engine.metrics import DATABASE_ERRORS
+from engine.read_pool import ReadFailed
 from engine.records import EntityKind, Shape
 from engine.settings import Settings
 from engine.statements import ReadStatement
