@@ -19,9 +19,11 @@ from datetime import UTC, datetime
 
 from sqlalchemy import bindparam, select
 from sqlalchemy.ext.asyncio import AsyncSession
+from sqlmodel import col
 
-from engine.db import Reader, ReadFailed, fetch
+from engine.db import Reader, fetch
 from engine.errors import InvalidApiKey, ServiceUnavailable
+from engine.read_pool import ReadFailed
 from engine.statements import ReadStatement
 from engine.tables import ApiKey
 
@@ -30,9 +32,13 @@ _TOKEN_SHAPE = re.compile(r"cpk_([a-z2-7]{12})_([A-Za-z0-9_-]{43})", re.ASCII)
 # Compared against when the key id is unknown, so that path does the same work.
 _ABSENT_HASH = "0" * 64
 _KEY_BY_ID = ReadStatement(
-    select(ApiKey.key_id, ApiKey.campaign_id, ApiKey.owner_id, ApiKey.secret_hash, ApiKey.revoked_at).where(
-        ApiKey.key_id == bindparam("key_id")  # type: ignore[arg-type]
-    )
+    select(
+        col(ApiKey.key_id),
+        col(ApiKey.campaign_id),
+        col(ApiKey.owner_id),
+        col(ApiKey.secret_hash),
+        col(ApiKey.revoked_at),
+    ).where(col(ApiKey.key_id) == bindparam("key_id"))
 )
 
 
@@ -65,7 +71,7 @@ def parse_token(token: str) -> tuple[str, str]:
     """(key_id, secret) of a well-formed token; InvalidApiKey when malformed."""
     match = _TOKEN_SHAPE.fullmatch(token)
     if match is None:
-        raise InvalidApiKey("Invalid API key")
+        raise InvalidApiKey()
     return match.group(1), match.group(2)
 
 
@@ -95,7 +101,7 @@ async def _check_stored_key(db: Reader, *, key_id: str, secret_hash: str) -> Ver
     expected = row.secret_hash if row is not None else _ABSENT_HASH
     matches = hmac.compare_digest(secret_hash, expected)
     if row is None or not matches or row.revoked_at is not None:
-        raise InvalidApiKey("Invalid API key")
+        raise InvalidApiKey()
     return VerifiedKey(key_id=row.key_id, campaign_id=row.campaign_id, owner_id=row.owner_id)
 
 
@@ -192,5 +198,5 @@ async def revoke_api_key(db: AsyncSession, *, key_id: str) -> bool:
 async def list_api_keys(db: AsyncSession, *, campaign_id: str | None = None) -> Sequence[ApiKey]:
     statement = select(ApiKey).order_by(ApiKey.created_at, ApiKey.key_id)  # type: ignore[arg-type]
     if campaign_id is not None:
-        statement = statement.where(ApiKey.campaign_id == campaign_id)
+        statement = statement.where(col(ApiKey.campaign_id) == campaign_id)
     return (await db.execute(statement)).scalars().all()

@@ -17,7 +17,7 @@ from starlette.responses import HTMLResponse, Response
 from strawberry.schema.exceptions import CannotGetOperationTypeError, InvalidOperationTypeError
 from strawberry.types.graphql import OperationType
 
-from engine.errors import DomainError
+from engine.errors import GRAPHIQL_DISABLED_TEXT, DomainError
 from engine.records import CampaignScope
 from graphql_schema.context import CampaignContext
 from graphql_schema.errors import is_request_error
@@ -97,7 +97,7 @@ async def graphql_endpoint(request: Request) -> Response:
     runtime = runtime_of(request)
     if _wants_page(request):
         if not runtime.settings.graphiql:
-            return _graphql_error("GraphiQL is disabled", "NOT_FOUND", status=404)
+            return _graphql_error(GRAPHIQL_DISABLED_TEXT, "NOT_FOUND", status=404)
         return HTMLResponse(graphiql_page())
     operation = await _read_operation(request)
     if isinstance(operation, Response):
