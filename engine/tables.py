@@ -10,7 +10,7 @@ from __future__ import annotations
 from datetime import UTC, datetime
 from typing import Any
 
-from sqlalchemy import BigInteger, DateTime, Index, String, Text, text
+from sqlalchemy import BigInteger, DateTime, Index, String, Text, false, text
 from sqlalchemy.engine import Dialect
 from sqlalchemy.types import TypeDecorator
 from sqlmodel import Field, SQLModel
@@ -148,7 +148,7 @@ class WikiEntityColumns(PublicContentColumns):
     campaign_id: str = id_column(foreign_key="campaigns.id")
     name: str = text_column(sa_type=ordered_text())
     icon: str | None = text_column(nullable=True)
-    hidden_from_wiki: bool = Field(default=False, nullable=False)
+    hidden_from_wiki: bool = Field(default=False, nullable=False, sa_column_kwargs={"server_default": false()})
     type: str = text_column()
     image_url: str | None = text_column(nullable=True)
     sort_order: int | None = Field(default=None, nullable=True)
