@@ -38,7 +38,17 @@ from engine.pagination import Page, clamp_limit
 from engine.read_pool import ReadFailed
 from engine.rendering import CURRENT_RENDERER
 from engine.statements import ReadStatement
-from engine.tables import Character, Faction, Item, Location, Session, WikiEntityColumns
+from engine.tables import (
+    ENTITY_ORDER,
+    SESSION_ORDER,
+    Character,
+    Faction,
+    Item,
+    Location,
+    Session,
+    WikiEntityColumns,
+    in_list_order,
+)
 
 # Rows have attribute access by column name (named tuples or SQLAlchemy rows).
 Row = Any
@@ -160,11 +170,6 @@ def _is_key_text(value: SortKeyValue) -> TypeGuard[str]:
     return isinstance(value, str) and _is_storable_text(value)
 
 
-# The list orders, by column name: (name, descending). NULLs always come last.
-_SESSION_ORDER = (("recording_date", True), ("id", False))
-_ENTITY_ORDER = (("sort_order", False), ("name", False), ("id", False))
-
-
 class Shape(Enum):
     """Where a page starts, which decides its statement: each shape is built once."""
 
@@ -172,10 +177,6 @@ class Shape(Enum):
     OFFSET = "offset"  # a bare-offset cursor
     SEEK = "seek"  # past a sort key whose first value is set
     SEEK_NULL = "seek-null"  # past a sort key whose first value is NULL (undated, unordered)
-
-
-def _ordered(order: tuple[tuple[str, bool], ...], columns: Any) -> list[Any]:
-    return [(columns[name].desc() if descending else columns[name].asc()).nulls_last() for name, descending in order]
 
 
 def _page_statement(
@@ -199,13 +200,13 @@ def _page_statement(
         base = select(*columns).where(*visible)
         if shape is Shape.OFFSET:
             base = base.offset(bindparam("offset"))
-        return ReadStatement(base.order_by(*_ordered(order, base.selected_columns)).limit(size))
+        return ReadStatement(base.order_by(*in_list_order(order, base.selected_columns)).limit(size))
     ranges = []
     for condition in after(shape is Shape.SEEK_NULL):
         part = select(*columns).where(*visible, condition)
-        ranges.append(select(*part.order_by(*_ordered(order, part.selected_columns)).limit(size).subquery().c))
+        ranges.append(select(*part.order_by(*in_list_order(order, part.selected_columns)).limit(size).subquery().c))
     merged = union_all(*ranges).subquery()
-    return ReadStatement(select(*merged.c).order_by(*_ordered(order, merged.c)).limit(size))
+    return ReadStatement(select(*merged.c).order_by(*in_list_order(order, merged.c)).limit(size))
 
 
 def _page_start(
@@ -292,7 +293,7 @@ def _session_page(with_summary: bool, with_tag: bool, shape: Shape) -> ReadState
     return _page_statement(
         _session_columns(with_summary, with_tag),
         visible=_session_visible(),
-        order=_SESSION_ORDER,
+        order=SESSION_ORDER,
         shape=shape,
         after=_after_session,
     )
@@ -377,7 +378,7 @@ def _after_entity(table: type[WikiEntityColumns], unordered: bool) -> list[Colum
 
 
 def _entity_order(table: type[WikiEntityColumns]) -> list[Any]:
-    return _ordered(_ENTITY_ORDER, table.__table__.c)  # type: ignore[attr-defined]
+    return in_list_order(ENTITY_ORDER, table.__table__.c)  # type: ignore[attr-defined]
 
 
 def _visible(table: type[WikiEntityColumns]) -> list[ColumnElement[bool]]:
@@ -397,7 +398,7 @@ def _entity_page(kind: EntityKind, with_description: bool, with_tag: bool, shape
     return _page_statement(
         _entity_columns(kind, with_description, with_tag),
         visible=_visible(kind.table),
-        order=_ENTITY_ORDER,
+        order=ENTITY_ORDER,
         shape=shape,
         after=lambda unordered: _after_entity(kind.table, unordered),
     )
@@ -479,7 +480,7 @@ def _visible_children() -> ReadStatement:
     return ReadStatement(
         select(*columns)
         .where(ranked.c.child_rank <= bindparam("size"))
-        .order_by(*_ordered(_ENTITY_ORDER, ranked.c))
+        .order_by(*in_list_order(ENTITY_ORDER, ranked.c))
     )
 
 

@@ -219,13 +219,28 @@ class ChangeFeedHead(SQLModel, table=True):
 WikiEntity = Location | Character | Faction | Item
 WIKI_ENTITY_TABLES: tuple[type[WikiEntityColumns], ...] = (Location, Character, Faction, Item)
 
+# The list orders (contract: a total order, NULLs last), by column name: (name, descending).
+# Declared here once: the indexes below and every list read (engine/records.py) use them.
+SESSION_ORDER = (("recording_date", True), ("id", False))
+ENTITY_ORDER = (("sort_order", False), ("name", False), ("id", False))
+
+
+def in_list_order(order: tuple[tuple[str, bool], ...], columns: Any) -> list[Any]:
+    """ORDER BY (or index) terms of `order` over `columns` (a table's, a subquery's)."""
+    terms = []
+    for name, descending in order:
+        column = columns[name]
+        term = column.desc() if descending else column
+        terms.append(term.nulls_last() if column.nullable else term)
+    return terms
+
+
 # The list orders, as index range scans within one campaign's visible rows.
 Index(
     "ix_sessions_public_order",
     Session.campaign_id,
     Session.visibility,
-    Session.recording_date.desc().nulls_last(),  # type: ignore[union-attr]
-    Session.id,
+    *in_list_order(SESSION_ORDER, Session.__table__.c),  # type: ignore[attr-defined]
 )
 Index("ux_change_feed_campaign_seq", ChangeFeedEntry.campaign_id, ChangeFeedEntry.seq, unique=True)  # type: ignore[arg-type]
 for _table in (Session, *WIKI_ENTITY_TABLES):
@@ -236,7 +251,5 @@ for _table in WIKI_ENTITY_TABLES:
         f"ix_{_table.__tablename__}_wiki_order",
         _table.campaign_id,
         _table.hidden_from_wiki,  # type: ignore[arg-type]
-        _table.sort_order.asc().nulls_last(),  # type: ignore[union-attr]
-        _table.name,
-        _table.id,
+        *in_list_order(ENTITY_ORDER, _table.__table__.c),  # type: ignore[attr-defined]
     )
