@@ -81,17 +81,6 @@ def require_pepper(pepper: bytes | None) -> bytes:
     return pepper
 
 
-async def verify_api_key(db: Reader, *, token: str, pepper: bytes | None) -> VerifiedKey:
-    """The key a bearer token names, if the token is valid and the key not revoked.
-
-    Raises InvalidApiKey for every client-side failure (one error, no hint which) and
-    ServiceUnavailable when verification cannot be completed (no pepper, no database).
-    """
-    usable_pepper = require_pepper(pepper)
-    key_id, secret = parse_token(token)
-    return await _check_stored_key(db, key_id=key_id, secret_hash=hash_secret(secret, pepper=usable_pepper))
-
-
 async def _check_stored_key(db: Reader, *, key_id: str, secret_hash: str) -> VerifiedKey:
     try:
         rows = await fetch(db, _KEY_BY_ID, {"key_id": key_id})
@@ -106,7 +95,7 @@ async def _check_stored_key(db: Reader, *, key_id: str, secret_hash: str) -> Ver
 
 
 class KeyVerifier:
-    """`verify_api_key` with a short per-process memory of recent successes.
+    """Verifies bearer tokens, with a short per-process memory of recent successes.
 
     A success is reused for `fresh_s` seconds (so a revocation takes effect within that
     time on every worker) and, while the key store cannot be reached, for `stale_s`
@@ -123,6 +112,11 @@ class KeyVerifier:
         self._verified: dict[tuple[str, str], tuple[float, VerifiedKey]] = {}
 
     async def verify(self, db: Reader, *, token: str) -> VerifiedKey:
+        """The key a bearer token names, if the token is valid and the key not revoked.
+
+        Raises InvalidApiKey for every client-side failure (one error, no hint which) and
+        ServiceUnavailable when verification cannot be completed (no pepper, no database).
+        """
         pepper = require_pepper(self.pepper)
         key_id, secret = parse_token(token)
         secret_hash = hash_secret(secret, pepper=pepper)

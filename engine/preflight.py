@@ -129,8 +129,7 @@ async def check_renderings(settings: Settings) -> CheckResult:
     """Stored renderings of an older renderer (run once the database is at head)."""
     database = Database(settings)
     try:
-        async with database.reader() as reader:
-            stale = await count_stale_renderings(reader)
+        stale = await count_stale_renderings(database.reader)
     except ReadFailed as exc:
         return CheckResult(False, f"stored renderings: cannot be counted ({exc})")
     finally:

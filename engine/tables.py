@@ -216,7 +216,6 @@ class ChangeFeedHead(SQLModel, table=True):
     last_changed_at: datetime = timestamp_column(nullable=False)
 
 
-WikiEntity = Location | Character | Faction | Item
 WIKI_ENTITY_TABLES: tuple[type[WikiEntityColumns], ...] = (Location, Character, Faction, Item)
 
 # The list orders (contract: a total order, NULLs last), by column name: (name, descending).

@@ -108,28 +108,28 @@ async def graphql_endpoint(request: Request) -> Response:
     if variables is not None and not isinstance(variables, dict):
         return _bad_request("variables must be a JSON object")
     operation_name = operation.get("operationName")
-    async with runtime.database.reader() as db:
-        try:
-            principal = await runtime.guard.admit(request, db)
-        except DomainError as error:
-            return _from_outcome(outcome_for_request(request, error), error.code.value)
-        # Unlike the REST documents' (rest/runtime.py), this data keeps its timestamps as
-        # strings: Schema.execute runs the schema's executor class for every caller (tests,
-        # tools) and hands the result to the schema's extensions, so nothing proves that it
-        # goes to orjson alone; and a client's document rarely is a page of 100 timestamps.
-        try:
-            result = await runtime.schema.execute(
-                query,
-                variable_values=variables,
-                operation_name=operation_name if isinstance(operation_name, str) else None,
-                context_value=CampaignContext(db=db, scope=CampaignScope(campaign_id=principal.key.campaign_id)),
-                allowed_operation_types=QUERIES_ONLY,
-            )
-        # Strawberry raises these (rather than returning errors) for the client's document.
-        except InvalidOperationTypeError:
-            return _bad_request("Only query operations are supported")
-        except CannotGetOperationTypeError:
-            return _bad_request("operationName does not name an operation of the document")
+    db = runtime.database.reader
+    try:
+        principal = await runtime.guard.admit(request, db)
+    except DomainError as error:
+        return _from_outcome(outcome_for_request(request, error), error.code.value)
+    # Unlike the REST documents' (rest/runtime.py), this data keeps its timestamps as
+    # strings: Schema.execute runs the schema's executor class for every caller (tests,
+    # tools) and hands the result to the schema's extensions, so nothing proves that it
+    # goes to orjson alone; and a client's document rarely is a page of 100 timestamps.
+    try:
+        result = await runtime.schema.execute(
+            query,
+            variable_values=variables,
+            operation_name=operation_name if isinstance(operation_name, str) else None,
+            context_value=CampaignContext(db=db, scope=CampaignScope(campaign_id=principal.key.campaign_id)),
+            allowed_operation_types=QUERIES_ONLY,
+        )
+    # Strawberry raises these (rather than returning errors) for the client's document.
+    except InvalidOperationTypeError:
+        return _bad_request("Only query operations are supported")
+    except CannotGetOperationTypeError:
+        return _bad_request("operationName does not name an operation of the document")
     # Refused before execution (parsing, validation, a limit, variables): no `data` key,
     # as GraphQL-over-HTTP says; still a 200, as the JSON media type of that spec has it.
     body: dict[str, Any] = {} if is_request_error(result) else {"data": result.data}

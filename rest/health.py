@@ -36,8 +36,7 @@ async def stale_renderings(database: Database) -> int | None:
     """Rows whose stored rendering is stale (engine/renderings.py); None when the database
     cannot answer."""
     try:
-        async with database.reader() as reader:
-            return await asyncio.wait_for(count_stale_renderings(reader), CHECK_TIMEOUT_S)
+        return await asyncio.wait_for(count_stale_renderings(database.reader), CHECK_TIMEOUT_S)
     except (ReadFailed, TimeoutError):
         return None
 

@@ -172,18 +172,18 @@ async def _serve(
     request.state.endpoint_texts = texts
     runtime = runtime_of(request)
     condition = if_none_match(request)
-    async with runtime.database.reader() as db:
-        principal = await runtime.guard.admit(request, db)
-        headers = rate_headers(principal.key_window)
-        values = variables()
-        scope = CampaignScope(campaign_id=principal.key.campaign_id)
-        if condition is not None and tag_document is not None:
-            # A single record: its stored tag decides, before any body is read or built.
-            tagged = await run_document(runtime.queries[tag_document], variables=values, db=db, scope=scope)
-            tag = tagged[field]["etag"]
-            if condition.matches(tag):
-                return not_modified(tag, headers=headers)
-        data = await run_document(runtime.queries[document], variables=values, db=db, scope=scope)
+    db = runtime.database.reader
+    principal = await runtime.guard.admit(request, db)
+    headers = rate_headers(principal.key_window)
+    values = variables()
+    scope = CampaignScope(campaign_id=principal.key.campaign_id)
+    if condition is not None and tag_document is not None:
+        # A single record: its stored tag decides, before any body is read or built.
+        tagged = await run_document(runtime.queries[tag_document], variables=values, db=db, scope=scope)
+        tag = tagged[field]["etag"]
+        if condition.matches(tag):
+            return not_modified(tag, headers=headers)
+    data = await run_document(runtime.queries[document], variables=values, db=db, scope=scope)
     body = data[field]
     link = next_page_link(request.url.path, body, limit=values.get("limit"))
     if link is not None:

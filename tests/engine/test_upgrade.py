@@ -58,14 +58,14 @@ async def feed_of(database_url: str, campaign_id: str) -> list[tuple[str, str, s
     entries: list[tuple[str, str, str]] = []
     cursor = None
     try:
-        async with database.reader() as reader:
-            while True:
-                scope = CampaignScope(campaign_id=campaign_id)
-                page = await list_changes(reader, scope=scope, limit=100, cursor=cursor)
-                entries += [(entry.type, entry.id, entry.change) for entry in page.items]
-                cursor = page.next_cursor
-                if not page.has_more:
-                    return entries
+        reader = database.reader
+        while True:
+            scope = CampaignScope(campaign_id=campaign_id)
+            page = await list_changes(reader, scope=scope, limit=100, cursor=cursor)
+            entries += [(entry.type, entry.id, entry.change) for entry in page.items]
+            cursor = page.next_cursor
+            if not page.has_more:
+                return entries
     finally:
         await database.dispose()
 
