@@ -13,12 +13,12 @@ import json
 import os
 import re
 import shutil
-import signal
 import subprocess
 import sys
 import sysconfig
 import time
 from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -26,7 +26,7 @@ import httpx
 import pytest
 
 from tests.conftest import TEST_PEPPER
-from tests.contract.server import free_port
+from tests.contract.server import ApiServer, free_port, wait_until_healthy
 
 PROJECT_ROOT = Path(__file__).resolve().parents[2]
 NOT_SOURCES = shutil.ignore_patterns(
@@ -92,31 +92,27 @@ def operator_env(workdir: Path, **variables: str) -> dict[str, str]:
     return {"PATH": "/usr/bin:/bin", "HOME": str(workdir), "LOG_LEVEL": "WARNING", **variables}
 
 
-@pytest.fixture
-def server_process() -> Iterator[list[subprocess.Popen[str]]]:
-    started: list[subprocess.Popen[str]] = []
-    yield started
-    for process in started:
-        if process.poll() is None:
-            process.send_signal(signal.SIGTERM)
-        try:
-            process.communicate(timeout=30)
-        except subprocess.TimeoutExpired:
-            process.kill()
-            process.communicate()
-
-
-def wait_for_health(client: httpx.Client, process: subprocess.Popen[str]) -> None:
-    deadline = time.monotonic() + STARTUP_S
-    while time.monotonic() < deadline:
-        assert process.poll() is None, f"the server exited: {process.communicate()}"
-        try:
-            if client.get("/healthz").status_code == 200:
-                return
-        except httpx.TransportError:
-            pass
-        time.sleep(0.2)
-    pytest.fail("the installed server did not answer /healthz in time")
+@contextmanager
+def installed_server(installed: Installed, workdir: Path, env: dict[str, str], *args: str) -> Iterator[ApiServer]:
+    """`campaign-api <args>` of the installed package, serving on a free port until the block ends."""
+    port = free_port()
+    log_path = workdir.parent / f"server-{port}.log"
+    with log_path.open("wb") as log:
+        process = subprocess.Popen(
+            [str(installed.cli), *args, "--port", str(port)],
+            cwd=workdir,
+            env=env,
+            stdin=subprocess.DEVNULL,
+            stdout=log,
+            stderr=subprocess.STDOUT,
+            start_new_session=True,
+        )
+    server = ApiServer(base_url=f"http://127.0.0.1:{port}", port=port, log_path=log_path, process=process)
+    try:
+        wait_until_healthy(server, deadline=time.monotonic() + STARTUP_S)
+        yield server
+    finally:
+        server.stop()
 
 
 def assert_page_scripts_served(client: httpx.Client, path: str) -> None:
@@ -147,9 +143,7 @@ def test_the_package_comes_from_the_wheel(installed: Installed, empty_dir: Path)
     assert all(path.startswith(site) for path in json.loads(output))
 
 
-def test_operator_workflow_from_an_empty_directory(
-    installed: Installed, empty_dir: Path, server_process: list[subprocess.Popen[str]]
-) -> None:
+def test_operator_workflow_from_an_empty_directory(installed: Installed, empty_dir: Path) -> None:
     export = empty_dir.parent / "export.json"
     shutil.copyfile(PROJECT_ROOT / "engine" / "demo" / "campaign.json", export)
     env = operator_env(
@@ -168,19 +162,10 @@ def test_operator_workflow_from_an_empty_directory(
     checked = installed.run(empty_dir, env, "check")
     assert checked.returncode == 0, checked.stdout + checked.stderr
 
-    port = free_port()
-    process = subprocess.Popen(
-        [str(installed.cli), "serve", "--port", str(port)],
-        cwd=empty_dir,
-        env=env,
-        text=True,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.STDOUT,
-        start_new_session=True,
-    )
-    server_process.append(process)
-    with httpx.Client(base_url=f"http://127.0.0.1:{port}", timeout=10) as client:
-        wait_for_health(client, process)
+    with (
+        installed_server(installed, empty_dir, env, "serve") as server,
+        httpx.Client(base_url=server.base_url, timeout=10) as client,
+    ):
         sessions = client.get("/api/public/v1/sessions", headers={"Authorization": f"Bearer {token}"})
         assert sessions.status_code == 200 and sessions.json()["data"]
         assert_page_scripts_served(client, "/docs")
@@ -188,23 +173,9 @@ def test_operator_workflow_from_an_empty_directory(
     assert sorted(os.listdir(empty_dir)) == ["campaign.db"]
 
 
-def test_demo_from_an_empty_directory_with_no_configuration(
-    installed: Installed, empty_dir: Path, server_process: list[subprocess.Popen[str]]
-) -> None:
-    port = free_port()
-    process = subprocess.Popen(
-        [str(installed.cli), "demo", "--port", str(port)],
-        cwd=empty_dir,
-        env=operator_env(empty_dir),
-        text=True,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.DEVNULL,
-        start_new_session=True,
-    )
-    server_process.append(process)
-    assert process.stdout is not None
-    token = next(line for line in process.stdout if line.startswith("API key")).split(":", 1)[1].strip()
-    with httpx.Client(base_url=f"http://127.0.0.1:{port}", timeout=10) as client:
-        wait_for_health(client, process)
-        sessions = client.get("/api/public/v1/sessions", headers={"Authorization": f"Bearer {token}"})
+def test_demo_from_an_empty_directory_with_no_configuration(installed: Installed, empty_dir: Path) -> None:
+    with installed_server(installed, empty_dir, operator_env(empty_dir), "demo") as server:
+        token = next(line for line in server.log_text().splitlines() if line.startswith("API key")).split(":", 1)[1]
+        with httpx.Client(base_url=server.base_url, timeout=10) as client:
+            sessions = client.get("/api/public/v1/sessions", headers={"Authorization": f"Bearer {token.strip()}"})
         assert sessions.status_code == 200 and sessions.json()["data"]
