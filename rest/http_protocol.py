@@ -26,9 +26,9 @@ from uvicorn.config import Config
 from uvicorn.protocols.http.httptools_impl import STATUS_LINE, HttpToolsProtocol
 from uvicorn.server import ServerState
 
-# A request line plus headers (or a trailer section) larger than this is refused; h11's
-# default, which `serve` used before httptools. It also bounds the number of headers, to
-# about 4,000 (a header line takes at least 4 bytes), as h11's byte limit did.
+# A request line plus headers (or a trailer section) larger than this is refused: h11's
+# default bound, which clients of Python servers already meet. It also bounds the number
+# of headers, to about 4,000 (a header line takes at least 4 bytes).
 MAX_REQUEST_HEAD_BYTES = 16 * 1024
 _REFUSAL_BODY = b"Request header fields too large."
 
