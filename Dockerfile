@@ -1,18 +1,18 @@
 # Minimal image of the service. Not built or run on the development machines (they have
 # no Docker engine); kept small so what it does can be checked by reading it.
-FROM python:3.11-slim
+FROM python:3.11-slim AS build
+WORKDIR /src
+COPY . .
+# The locked versions, then the wheel: its build fetches the pinned UI assets
+# (scripts/fetch_ui_assets.py) and packs them with the migrations.
+RUN pip install --no-cache-dir --prefix=/install -r requirements/runtime.lock \
+    && pip wheel --no-cache-dir --no-deps -w /wheels . \
+    && pip install --no-cache-dir --prefix=/install --no-deps /wheels/campaign_api-*.whl
 
-WORKDIR /app
-# Editable install: migrations (alembic/) and the UI assets live beside the packages.
-COPY pyproject.toml README.md alembic.ini ./
-COPY alembic ./alembic
-COPY engine ./engine
-COPY graphql_schema ./graphql_schema
-COPY rest ./rest
-COPY scripts ./scripts
-RUN pip install --no-cache-dir -e . \
-    && python scripts/fetch_ui_assets.py \
-    && useradd --system --home /app campaign
+FROM python:3.11-slim
+COPY --from=build /install /usr/local
+RUN useradd --system --create-home --home-dir /srv/campaign campaign
+WORKDIR /srv/campaign
 USER campaign
 
 EXPOSE 8000

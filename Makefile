@@ -2,17 +2,21 @@
 PYTHON ?= python3
 VENV ?= .venv
 BIN := $(VENV)/bin
-# Re-install only when the declared dependencies change.
+# Re-install only when the locked dependencies change. requirements/*.lock are pip-compile's
+# output (pip-tools; `make lock` after editing pyproject.toml's dependencies); the install
+# needs nothing but pip.
 STAMP := $(VENV)/.installed
+PIP_COMPILE := pip-compile --quiet --allow-unsafe --strip-extras --no-emit-index-url --no-emit-find-links
 
-.PHONY: install ui-assets demo test fuzz-gm test-cluster lint bench soak clean
+.PHONY: install ui-assets demo test fuzz-gm test-cluster lint lock bench soak clean
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/pip install --quiet --upgrade pip
 
-$(STAMP): pyproject.toml | $(BIN)/python
-	$(BIN)/pip install --quiet -e '.[dev]'
+$(STAMP): requirements/dev.lock | $(BIN)/python
+	$(BIN)/pip install --quiet -r requirements/dev.lock
+	$(BIN)/pip install --quiet --no-deps --no-build-isolation -e .
 	touch $(STAMP)
 
 # GraphiQL and Swagger UI are served by the service itself (no CDN): pinned npm
@@ -43,6 +47,13 @@ test-cluster: install
 
 lint: install
 	$(BIN)/ruff check .
+	$(BIN)/mypy
+
+# Re-resolve the locks from pyproject.toml (needs pip-tools: `pipx install pip-tools`).
+lock:
+	$(PIP_COMPILE) -o requirements/runtime.lock pyproject.toml
+	$(PIP_COMPILE) --extra dev -o requirements/dev.lock pyproject.toml
+	$(PIP_COMPILE) --extra dev --extra bench -o requirements/bench.lock pyproject.toml
 
 # Load benchmark (tests/benchmarks/run.py): generate a ~1.1 GB export, import it into a
 # throwaway PostgreSQL database with the real CLI, then wrk the service, the peer and the
@@ -54,8 +65,9 @@ BENCH_EXPORT := artifacts/bench/export.json
 BENCH_BUDGET_S ?= 570
 BENCH_T0 := $(shell date +%s)
 
-$(BENCH_STAMP): pyproject.toml | $(BIN)/python
-	$(BIN)/pip install --quiet -e '.[dev,bench]'
+$(BENCH_STAMP): requirements/bench.lock | $(BIN)/python
+	$(BIN)/pip install --quiet -r requirements/bench.lock
+	$(BIN)/pip install --quiet --no-deps --no-build-isolation -e .
 	touch $(BENCH_STAMP)
 
 bench: install $(BENCH_STAMP)

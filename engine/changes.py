@@ -16,14 +16,13 @@ from typing import Any
 from sqlalchemy import bindparam, select
 
 from engine.cursor import Cursor, decode_cursor, encode_cursor
-from engine.db import Reader, ReadFailed, fetch
-from engine.errors import FetchFailed, InvalidCursor
+from engine.db import Reader, fetch
+from engine.errors import FetchFailed, InvalidCursor, fetch_failed_text
 from engine.pagination import clamp_limit
+from engine.read_pool import ReadFailed
 from engine.records import CampaignScope
 from engine.statements import ReadStatement
 from engine.tables import ChangeFeedEntry
-
-FETCH_FAILED = "Failed to fetch changes"
 
 _ENTRIES = ChangeFeedEntry.__table__  # type: ignore[attr-defined]
 _PAGE = ReadStatement(
@@ -56,7 +55,7 @@ def _after(cursor: str | None) -> int:
         return 0
     position = decode_cursor(cursor)
     if position.after:
-        raise InvalidCursor("Invalid cursor")
+        raise InvalidCursor()
     return position.offset
 
 
@@ -67,7 +66,7 @@ async def list_changes(db: Reader, *, scope: CampaignScope, limit: int | None, c
     try:
         rows: Sequence[Any] = await fetch(db, _PAGE, parameters)
     except ReadFailed as exc:
-        raise FetchFailed(FETCH_FAILED) from exc
+        raise FetchFailed(fetch_failed_text("changes")) from exc
     items = list(rows[:page_size])
     last = items[-1].seq if items else after
     return ChangePage(items, next_cursor=encode_cursor(Cursor(offset=last)), has_more=len(rows) > page_size)

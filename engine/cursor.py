@@ -40,20 +40,20 @@ def _is_key_value(value: Any) -> bool:
 
 def decode_cursor(raw: str) -> Cursor:
     if not raw or len(raw) > MAX_CURSOR_LENGTH or not raw.isascii():
-        raise InvalidCursor("Invalid cursor")
+        raise InvalidCursor()
     try:
         payload = base64.urlsafe_b64decode(raw + "=" * (-len(raw) % 4))
         # The decoder skips stray characters and padding; accept only what encode_cursor emits.
         if base64.urlsafe_b64encode(payload).rstrip(b"=") != raw.encode("ascii"):
-            raise InvalidCursor("Invalid cursor")
+            raise InvalidCursor()
         decoded = json.loads(payload.decode("utf-8"))
     except (binascii.Error, ValueError, UnicodeDecodeError) as exc:
-        raise InvalidCursor("Invalid cursor") from exc
+        raise InvalidCursor() from exc
     if not isinstance(decoded, list) or not decoded:
-        raise InvalidCursor("Invalid cursor")
+        raise InvalidCursor()
     offset, *after = decoded
     if isinstance(offset, bool) or not isinstance(offset, int) or offset < 0:
-        raise InvalidCursor("Invalid cursor")
+        raise InvalidCursor()
     if not all(_is_key_value(value) for value in after):
-        raise InvalidCursor("Invalid cursor")
+        raise InvalidCursor()
     return Cursor(offset=min(offset, MAX_OFFSET), after=tuple(after))

@@ -2,7 +2,7 @@
 
 PostgreSQL goes through psycopg 3, the embedded default SQLite through aiosqlite. The
 request boundary opens what it needs and passes it down; engine functions never open
-their own: REST and GraphQL requests read through `Database.reader()` (prepared Core
+their own: REST and GraphQL requests read through `Database.reader` (prepared Core
 selects on a pooled driver connection per statement, no ORM unit of work), CLI commands
 write through `Database.session()` (committed on success, rolled back on error).
 """
@@ -76,7 +76,8 @@ class SqliteReads:
         for attempt in range(2):
             pooled = await self.borrow()
             try:
-                async with pooled.driver_connection.execute(sql, arguments) as cursor:
+                # A pooled connection checked out is never detached from its driver connection.
+                async with pooled.driver_connection.execute(sql, arguments) as cursor:  # type: ignore[union-attr]
                     raw_rows = list(await cursor.fetchall())
             except self._dialect.loaded_dbapi.Error as exc:
                 DATABASE_ERRORS.inc()
@@ -200,6 +201,8 @@ class Database:
             else _read_pool(settings, self.engine.dialect)
         )
         self._sessions = async_sessionmaker(self.engine, expire_on_commit=False)
+        # Requests' reads; it holds no state of its own, each statement borrows a connection.
+        self.reader = RequestReader(self.engine.dialect, self.read_connections)
 
     @property
     def backend(self) -> str:
@@ -216,15 +219,9 @@ class Database:
                 await session.rollback()
                 raise
 
-    @asynccontextmanager
-    async def reader(self) -> AsyncIterator[RequestReader]:
-        """The reads of one request (each statement borrows a pooled connection)."""
-        yield RequestReader(self.engine.dialect, self.read_connections)
-
     async def ping(self) -> None:
         """ReadFailed unless the database answers a statement on the request path's pool."""
-        async with self.reader() as connection:
-            await connection.fetch(_PING)
+        await self.reader.fetch(_PING)
 
     async def dispose(self) -> None:
         if isinstance(self.read_connections, ReadPool):

@@ -1,8 +1,33 @@
-"""Domain errors. Each has a stable code; the REST and GraphQL layers map codes, never types."""
+"""Domain errors and the contract's error texts.
+
+Each error has a stable code; the REST and GraphQL layers map codes, never types. Every
+error text of the contract is written here once: the REST table (rest/errors.py) adds the
+status and headers, GraphQL errors carry the same text as their message.
+"""
 
 from __future__ import annotations
 
 from enum import StrEnum
+from typing import ClassVar
+
+INVALID_LIMIT_TEXT = "limit must be a positive integer"
+INVALID_CURSOR_TEXT = "Invalid cursor"
+INVALID_API_KEY_TEXT = "Invalid API key"
+RATE_LIMITED_TEXT = "Rate limit exceeded"
+UNAVAILABLE_TEXT = "Public API temporarily unavailable"
+SESSION_NOT_FOUND_TEXT = "Session not found"
+ENTITY_NOT_FOUND_TEXT = "Entity not found"
+ROUTE_NOT_FOUND_TEXT = "Not found"
+METHOD_NOT_ALLOWED_TEXT = "Method not allowed"
+BAD_REQUEST_TEXT = "Bad request"
+INTERNAL_ERROR_TEXT = "Internal server error"
+GRAPHIQL_DISABLED_TEXT = "GraphiQL is disabled"
+
+
+def fetch_failed_text(what: str) -> str:
+    """The 500 body of a read that failed: `what` is the endpoint's resource, plural for a
+    list ("sessions", "locations", "changes"), singular for one session."""
+    return f"Failed to fetch {what}"
 
 
 class ErrorCode(StrEnum):
@@ -19,21 +44,26 @@ class ErrorCode(StrEnum):
 
 class DomainError(Exception):
     code: ErrorCode
+    # The contract's text of this error where it has one fixed text.
+    text: ClassVar[str] = ""
 
     def __init__(self, message: str = "") -> None:
-        super().__init__(message or self.code.value)
+        super().__init__(message or self.text or self.code.value)
 
 
 class InvalidLimit(DomainError):
     code = ErrorCode.INVALID_LIMIT
+    text = INVALID_LIMIT_TEXT
 
 
 class InvalidCursor(DomainError):
     code = ErrorCode.INVALID_CURSOR
+    text = INVALID_CURSOR_TEXT
 
 
 class InvalidApiKey(DomainError):
     code = ErrorCode.INVALID_API_KEY
+    text = INVALID_API_KEY_TEXT
 
 
 class RecordNotFound(DomainError):
@@ -54,6 +84,7 @@ class ServiceUnavailable(DomainError):
 
 class RateLimited(DomainError):
     code = ErrorCode.RATE_LIMITED
+    text = RATE_LIMITED_TEXT
 
 
 class InvalidExport(DomainError):

@@ -34,8 +34,9 @@ from pathlib import Path
 from typing import Any
 
 from pydantic import ValidationError
-from sqlalchemy import Table, select, text
+from sqlalchemy import ScalarResult, Table, select, text
 from sqlalchemy.ext.asyncio import AsyncSession
+from sqlmodel import col
 
 from engine.errors import InvalidExport
 from engine.export_format import (
@@ -201,10 +202,10 @@ class _Import:
             return
         for array, kind in RECORD_KINDS.items():
             in_file = self.first_seen[array]
-            stored = await self.db.execute(
+            stored_ids: ScalarResult[str] = await self.db.scalars(
                 select(kind.table.c.id).where(kind.table.c.campaign_id.in_(self.file_campaigns))
             )
-            absent = [record_id for record_id in stored.scalars() if record_id not in in_file]
+            absent: list[str] = [record_id for record_id in stored_ids if record_id not in in_file]
             for start in range(0, len(absent), BATCH_SIZE):
                 await self.writer.delete(array, absent[start : start + BATCH_SIZE])
 
@@ -270,5 +271,6 @@ class _Import:
     async def _stored_location_campaigns(self, ids: Collection[str]) -> dict[str, str]:
         if not ids:
             return {}
-        rows = await self.db.execute(select(Location.id, Location.campaign_id).where(Location.id.in_(ids)))  # type: ignore[attr-defined]
+        statement = select(col(Location.id), col(Location.campaign_id)).where(col(Location.id).in_(ids))
+        rows = await self.db.execute(statement)
         return {row.id: row.campaign_id for row in rows}

@@ -19,9 +19,11 @@ from datetime import UTC, datetime
 
 from sqlalchemy import bindparam, select
 from sqlalchemy.ext.asyncio import AsyncSession
+from sqlmodel import col
 
-from engine.db import Reader, ReadFailed, fetch
+from engine.db import Reader, fetch
 from engine.errors import InvalidApiKey, ServiceUnavailable
+from engine.read_pool import ReadFailed
 from engine.statements import ReadStatement
 from engine.tables import ApiKey
 
@@ -30,9 +32,13 @@ _TOKEN_SHAPE = re.compile(r"cpk_([a-z2-7]{12})_([A-Za-z0-9_-]{43})", re.ASCII)
 # Compared against when the key id is unknown, so that path does the same work.
 _ABSENT_HASH = "0" * 64
 _KEY_BY_ID = ReadStatement(
-    select(ApiKey.key_id, ApiKey.campaign_id, ApiKey.owner_id, ApiKey.secret_hash, ApiKey.revoked_at).where(
-        ApiKey.key_id == bindparam("key_id")  # type: ignore[arg-type]
-    )
+    select(
+        col(ApiKey.key_id),
+        col(ApiKey.campaign_id),
+        col(ApiKey.owner_id),
+        col(ApiKey.secret_hash),
+        col(ApiKey.revoked_at),
+    ).where(col(ApiKey.key_id) == bindparam("key_id"))
 )
 
 
@@ -65,7 +71,7 @@ def parse_token(token: str) -> tuple[str, str]:
     """(key_id, secret) of a well-formed token; InvalidApiKey when malformed."""
     match = _TOKEN_SHAPE.fullmatch(token)
     if match is None:
-        raise InvalidApiKey("Invalid API key")
+        raise InvalidApiKey()
     return match.group(1), match.group(2)
 
 
@@ -73,17 +79,6 @@ def require_pepper(pepper: bytes | None) -> bytes:
     if pepper is None:
         raise ServiceUnavailable("API key pepper is missing or shorter than 32 characters")
     return pepper
-
-
-async def verify_api_key(db: Reader, *, token: str, pepper: bytes | None) -> VerifiedKey:
-    """The key a bearer token names, if the token is valid and the key not revoked.
-
-    Raises InvalidApiKey for every client-side failure (one error, no hint which) and
-    ServiceUnavailable when verification cannot be completed (no pepper, no database).
-    """
-    usable_pepper = require_pepper(pepper)
-    key_id, secret = parse_token(token)
-    return await _check_stored_key(db, key_id=key_id, secret_hash=hash_secret(secret, pepper=usable_pepper))
 
 
 async def _check_stored_key(db: Reader, *, key_id: str, secret_hash: str) -> VerifiedKey:
@@ -95,12 +90,12 @@ async def _check_stored_key(db: Reader, *, key_id: str, secret_hash: str) -> Ver
     expected = row.secret_hash if row is not None else _ABSENT_HASH
     matches = hmac.compare_digest(secret_hash, expected)
     if row is None or not matches or row.revoked_at is not None:
-        raise InvalidApiKey("Invalid API key")
+        raise InvalidApiKey()
     return VerifiedKey(key_id=row.key_id, campaign_id=row.campaign_id, owner_id=row.owner_id)
 
 
 class KeyVerifier:
-    """`verify_api_key` with a short per-process memory of recent successes.
+    """Verifies bearer tokens, with a short per-process memory of recent successes.
 
     A success is reused for `fresh_s` seconds (so a revocation takes effect within that
     time on every worker) and, while the key store cannot be reached, for `stale_s`
@@ -117,6 +112,11 @@ class KeyVerifier:
         self._verified: dict[tuple[str, str], tuple[float, VerifiedKey]] = {}
 
     async def verify(self, db: Reader, *, token: str) -> VerifiedKey:
+        """The key a bearer token names, if the token is valid and the key not revoked.
+
+        Raises InvalidApiKey for every client-side failure (one error, no hint which) and
+        ServiceUnavailable when verification cannot be completed (no pepper, no database).
+        """
         pepper = require_pepper(self.pepper)
         key_id, secret = parse_token(token)
         secret_hash = hash_secret(secret, pepper=pepper)
@@ -192,5 +192,5 @@ async def revoke_api_key(db: AsyncSession, *, key_id: str) -> bool:
 async def list_api_keys(db: AsyncSession, *, campaign_id: str | None = None) -> Sequence[ApiKey]:
     statement = select(ApiKey).order_by(ApiKey.created_at, ApiKey.key_id)  # type: ignore[arg-type]
     if campaign_id is not None:
-        statement = statement.where(ApiKey.campaign_id == campaign_id)
+        statement = statement.where(col(ApiKey.campaign_id) == campaign_id)
     return (await db.execute(statement)).scalars().all()

@@ -20,6 +20,7 @@ and every socket operation gives up after the timeout.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import Any
 from urllib.parse import unquote, urlsplit
 
 import redis.asyncio
@@ -153,14 +154,16 @@ def _sentinel_target(url: str) -> SentinelUrl | None:
     return None
 
 
-def _timeouts(timeout_s: float) -> dict[str, float]:
-    return {"socket_timeout": timeout_s, "socket_connect_timeout": timeout_s}
+def _connection_options(timeout_s: float) -> dict[str, Any]:
+    # One immediate retry: a pooled connection Redis dropped since (a restart, a failover)
+    # is replaced without failing the requests it carried; the caller's deadline bounds both.
+    return {"socket_timeout": timeout_s, "socket_connect_timeout": timeout_s, "retry": Retry(NoBackoff(), 1)}
 
 
 def _server_pool(url: str, *, pool_size: int, timeout_s: float) -> BlockingConnectionPool:
     try:
         return BlockingConnectionPool.from_url(
-            url, max_connections=pool_size, timeout=timeout_s, **_timeouts(timeout_s)
+            url, max_connections=pool_size, timeout=timeout_s, **_connection_options(timeout_s)
         )
     except ValueError as exc:  # a port that is no number, an unknown query option ...
         raise InvalidRedisUrl(str(exc).splitlines()[0]) from None
@@ -168,12 +171,12 @@ def _server_pool(url: str, *, pool_size: int, timeout_s: float) -> BlockingConne
 
 def _behind_sentinel(target: SentinelUrl, *, pool_size: int, timeout_s: float) -> LimiterRedis:
     credentials = {"username": target.username, "password": target.password}
-    sentinel = Sentinel(
+    sentinel = Sentinel(  # type: ignore[no-untyped-call]  # redis-py leaves it unannotated
         list(target.sentinels),
         # Each Sentinel asked once per new connection, not retried with backoff (redis-py's
         # default for a client): the next Sentinel of the list is asked instead.
-        sentinel_kwargs={**_timeouts(timeout_s), **credentials, "retry": Retry(NoBackoff(), 0)},
-        **_timeouts(timeout_s),
+        sentinel_kwargs={**_connection_options(timeout_s), **credentials, "retry": Retry(NoBackoff(), 0)},
+        **_connection_options(timeout_s),
         **credentials,
     )
     client = sentinel.master_for(

@@ -166,7 +166,8 @@ class _TextOutputPlugin:
 
 def _build_markdown_it(*output_plugins: object) -> MarkdownIt:
     """A MarkdownIt set up as `mdformat._util.build_mdit` does, plus the GM rules."""
-    mdit = MarkdownIt(renderer_cls=MDRenderer)
+    # MDRenderer meets markdown-it's renderer protocol at run time, not in its annotations.
+    mdit = MarkdownIt(renderer_cls=MDRenderer)  # type: ignore[arg-type]
     mdit.options["mdformat"] = {}  # mdformat's defaults: no wrapping, "1." numbering
     mdit.options["store_labels"] = True  # links keep their reference labels
     mdit.options["codeformatters"] = {}

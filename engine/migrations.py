@@ -2,17 +2,23 @@
 
 from __future__ import annotations
 
-from pathlib import Path
+from importlib import resources
 
 from alembic import command
 from alembic.config import Config
 
-_PROJECT_ROOT = Path(__file__).resolve().parent.parent
+# The top-level alembic/ folder, reached through the engine package (a symlink in the
+# checkout, a copy in a wheel) so an installed service finds its migrations.
+SCRIPT_PACKAGE_PATH = "migration_scripts"
+
+
+def script_location() -> str:
+    return str(resources.files("engine") / SCRIPT_PACKAGE_PATH)
 
 
 def alembic_config(database_url: str) -> Config:
-    config = Config(str(_PROJECT_ROOT / "alembic.ini"))
-    config.set_main_option("script_location", str(_PROJECT_ROOT / "alembic"))
+    config = Config()
+    config.set_main_option("script_location", script_location())
     config.set_main_option("sqlalchemy.url", database_url.replace("%", "%%"))
     # Keep the caller's logging configuration (the service's JSON logs, pytest's capture).
     config.attributes["configure_logging"] = False

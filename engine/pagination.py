@@ -10,7 +10,6 @@ from engine.errors import InvalidLimit
 
 DEFAULT_LIMIT = 50
 MAX_LIMIT = 100
-LIMIT_MESSAGE = "limit must be a positive integer"
 
 # ASCII digits only: int() would also accept "٣", " 3 " and "3_0".
 _INTEGER = re.compile(r"[+-]?[0-9]+", re.ASCII)
@@ -23,7 +22,7 @@ def clamp_limit(limit: int | None) -> int:
     if limit is None:
         return DEFAULT_LIMIT
     if limit < 1:
-        raise InvalidLimit(LIMIT_MESSAGE)
+        raise InvalidLimit()
     return min(limit, MAX_LIMIT)
 
 
@@ -32,12 +31,12 @@ def parse_limit(raw: str | None) -> int:
     if raw is None:
         return DEFAULT_LIMIT
     if not _INTEGER.fullmatch(raw):
-        raise InvalidLimit(LIMIT_MESSAGE)
+        raise InvalidLimit()
     # Any integer above 100 is capped, however long; counting digits instead of calling
     # int() keeps thousands of digits cheap (and within Python's int-parsing limit).
     digits = raw.lstrip("+-").lstrip("0")
     if raw.startswith("-") or not digits:
-        raise InvalidLimit(LIMIT_MESSAGE)
+        raise InvalidLimit()
     if len(digits) > len(str(MAX_LIMIT)):
         return MAX_LIMIT
     return clamp_limit(int(digits))

@@ -16,9 +16,10 @@ from redis.exceptions import RedisError
 from sqlalchemy.engine import make_url
 from sqlalchemy.exc import ArgumentError, DBAPIError, SQLAlchemyError
 
-from engine.db import Database, ReadFailed
+from engine.db import Database
 from engine.limiter_redis import InvalidRedisUrl, check_redis_url, describe_redis_error, limiter_redis
 from engine.migrations import alembic_config
+from engine.read_pool import ReadFailed
 from engine.renderings import count_stale_renderings, describe_stale
 from engine.settings import MIN_PEPPER_LENGTH, Settings
 
@@ -73,7 +74,7 @@ def redis_url_problem(settings: Settings) -> str | None:
 
 def describe_database_error(exc: SQLAlchemyError) -> str:
     """The driver's own first line: SQLAlchemy's text adds the SQL and its parameters."""
-    cause = exc.orig if isinstance(exc, DBAPIError) else exc
+    cause = exc.orig if isinstance(exc, DBAPIError) and exc.orig is not None else exc
     return _first_line(cause)
 
 
@@ -128,8 +129,7 @@ async def check_renderings(settings: Settings) -> CheckResult:
     """Stored renderings of an older renderer (run once the database is at head)."""
     database = Database(settings)
     try:
-        async with database.reader() as reader:
-            stale = await count_stale_renderings(reader)
+        stale = await count_stale_renderings(database.reader)
     except ReadFailed as exc:
         return CheckResult(False, f"stored renderings: cannot be counted ({exc})")
     finally:
@@ -169,9 +169,10 @@ def check_pepper(settings: Settings) -> CheckResult:
 
 def _missing_sqlite_file(database_url: str) -> Path | None:
     url = make_url(database_url)
-    if url.get_backend_name() != "sqlite" or url.database in (None, "", ":memory:"):
+    database = url.database
+    if url.get_backend_name() != "sqlite" or not database or database == ":memory:":
         return None
-    path = Path(url.database)
+    path = Path(database)
     return None if path.exists() else path
 
 

@@ -41,8 +41,8 @@ BODY_FIELDS: Mapping[str, tuple[str, ...]] = {
 }
 # record type -> the body's rendered fields: (public Markdown, public text)
 RENDERED_FIELDS: Mapping[str, tuple[str, str]] = {
-    record_type: fields[-2:]
-    for record_type, fields in BODY_FIELDS.items()  # type: ignore[misc]
+    record_type: (fields[-2], fields[-1])
+    for record_type, fields in BODY_FIELDS.items()
 }
 # Fields that hold the same value in every body served: a record's digest is that of the
 # body it has when visible, whatever its visibility now.

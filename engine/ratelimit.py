@@ -44,15 +44,16 @@ from engine.metrics import RATE_LIMIT_REJECTIONS, RATE_LIMIT_STORAGE_ERRORS
 from engine.script_batches import ScriptBatches
 from engine.settings import Settings
 
-# Runs the given steps in order, stopping after the first that rejects (the rule of
-# `Step.rejects`, mirrored here so that nothing after a rejection is counted).
-# KEYS: the steps' counters. ARGV: per step, its window (s), its amount, and 1 when the
-# request counts on it, 0 when the counter is only read.
+# Runs the given steps in order, stopping after the first whose counter reaches the value
+# at which it rejects (`Step.rejects_at`, the one statement of the rule), so that nothing
+# after a rejection is counted.
+# KEYS: the steps' counters. ARGV: per step, its window (s), the value at which it
+# rejects, and 1 when the request counts on it, 0 when the counter is only read.
 # Returns the value and the TTL (ms) of each counter reached.
 _STEPS = """
 local result = {}
 for i, counter in ipairs(KEYS) do
-  local window, amount, counted = ARGV[3 * i - 2], tonumber(ARGV[3 * i - 1]), ARGV[3 * i] == '1'
+  local window, rejects_at, counted = ARGV[3 * i - 2], tonumber(ARGV[3 * i - 1]), ARGV[3 * i] == '1'
   local value
   if counted then
     value = redis.call('INCR', counter)
@@ -62,7 +63,7 @@ for i, counter in ipairs(KEYS) do
   end
   result[#result + 1] = value
   result[#result + 1] = redis.call('PTTL', counter)
-  if value > amount or (not counted and value == amount) then return result end
+  if value >= rejects_at then return result end
 end
 return result
 """
@@ -84,7 +85,7 @@ class RateWindow:
 
 class RateLimitExceeded(RateLimited):
     def __init__(self, window: RateWindow, *, limit: str) -> None:
-        super().__init__("Rate limit exceeded")
+        super().__init__()
         self.window = window
         self.limit = limit  # which limit rejected: "ip", "failed_auth", "key" or "owner"
 
@@ -121,10 +122,15 @@ class Step:
         IP, and two limits configured with the same rate must still not share a counter."""
         return cls(limit, item, item.key_for(f"{limit}/{identity}"), counted)
 
+    @property
+    def rejects_at(self) -> int:
+        """The counter value from which this step rejects. A counted value includes this
+        request, so `amount` of them fit in the window; a read-only one does not, so it
+        blocks once it holds `amount`."""
+        return self.item.amount + 1 if self.counted else self.item.amount
+
     def rejects(self, value: int) -> bool:
-        # A counted value includes this request, so `amount` of them fit in the window;
-        # a read-only one does not, so it blocks once it holds `amount`.
-        return value > self.item.amount if self.counted else value >= self.item.amount
+        return value >= self.rejects_at
 
 
 class _Counters(ABC):
@@ -165,7 +171,8 @@ class _RedisCounters(_Counters):
             wrap_exceptions=True,
             implementation="redispy",
             key_prefix=STORAGE_PREFIX,
-            connection_pool=self._redis.pool,
+            # limits types its pass-through options narrowly; redis-py takes the pool.
+            connection_pool=self._redis.pool,  # type: ignore[arg-type]
         )
         # Concurrent requests' scripts share round trips (engine/script_batches.py), each
         # round trip (a new primary's discovery and a retry included) within the timeout.
@@ -173,16 +180,16 @@ class _RedisCounters(_Counters):
 
     @staticmethod
     @functools.lru_cache(maxsize=16384)
-    def _wire(key: str, window: int, amount: int, counted: bool) -> tuple[bytes, tuple[bytes, bytes, bytes]]:
+    def _wire(key: str, window: int, rejects_at: int, counted: bool) -> tuple[bytes, tuple[bytes, bytes, bytes]]:
         """A step's counter key and script arguments, encoded once (bytes go to the socket
         as they are; redis-py would encode every str and int of every call again). Keyed
         by plain values, whose hashes are cheap, rather than by the step."""
-        arguments = (str(window).encode(), str(amount).encode(), b"1" if counted else b"0")
+        arguments = (str(window).encode(), str(rejects_at).encode(), b"1" if counted else b"0")
         return f"{STORAGE_PREFIX}:{key}".encode(), arguments
 
     async def run(self, steps: Sequence[Step]) -> list[Count]:
         now = time.time()
-        wires = [self._wire(step.key, step.item.get_expiry(), step.item.amount, step.counted) for step in steps]
+        wires = [self._wire(step.key, step.item.get_expiry(), step.rejects_at, step.counted) for step in steps]
         keys = [key for key, _arguments in wires]
         args = [value for _key, arguments in wires for value in arguments]
         try:

@@ -28,7 +28,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from sqlalchemy import Table, bindparam, delete, select, update
+from sqlalchemy import BindParameter, RowMapping, Table, bindparam, delete, select, update
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from engine.feed_writer import FeedWriter, RecordState
@@ -205,7 +205,7 @@ class RecordWriter:
 
     async def _stored(
         self, table: Table, columns: list[str], records: Sequence[Record]
-    ) -> dict[str, Mapping[str, Any]]:
+    ) -> dict[str, RowMapping]:
         if not records:
             return {}
         statement = select(*(table.c[name] for name in columns)).where(table.c.id.in_([r["id"] for r in records]))
@@ -271,7 +271,7 @@ def _kept_columns(kind: RecordKind) -> list[str]:
 def _kept_update(kind: RecordKind) -> Any:
     table = kind.table
     # Parameter names other than the columns': SQLAlchemy reserves those for itself.
-    values = {name: bindparam(f"new_{name}") for name in _kept_columns(kind)}
+    values: dict[str, BindParameter[Any]] = {name: bindparam(f"new_{name}") for name in _kept_columns(kind)}
     return update(table).where(table.c.id == bindparam("key_id")).values(values)
 
 

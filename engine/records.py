@@ -19,17 +19,36 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from enum import Enum
 from functools import cache
-from typing import Any
+from typing import Any, TypeGuard
 
-from sqlalchemy import ColumnElement, and_, bindparam, func, select, tuple_, union_all
+from sqlalchemy import BindParameter, ColumnElement, and_, bindparam, func, select, tuple_, union_all
+from sqlmodel import col
 
 from engine.cursor import Cursor, SortKeyValue, decode_cursor, encode_cursor
-from engine.db import Reader, ReadFailed, fetch
-from engine.errors import FetchFailed, InvalidCursor, RecordNotFound
+from engine.db import Reader, fetch
+from engine.errors import (
+    ENTITY_NOT_FOUND_TEXT,
+    SESSION_NOT_FOUND_TEXT,
+    FetchFailed,
+    InvalidCursor,
+    RecordNotFound,
+    fetch_failed_text,
+)
 from engine.pagination import Page, clamp_limit
+from engine.read_pool import ReadFailed
 from engine.rendering import CURRENT_RENDERER
 from engine.statements import ReadStatement
-from engine.tables import Character, Faction, Item, Location, Session, WikiEntityColumns
+from engine.tables import (
+    ENTITY_ORDER,
+    SESSION_ORDER,
+    Character,
+    Faction,
+    Item,
+    Location,
+    Session,
+    WikiEntityColumns,
+    in_list_order,
+)
 
 # Rows have attribute access by column name (named tuples or SQLAlchemy rows).
 Row = Any
@@ -37,8 +56,6 @@ Row = Any
 logger = logging.getLogger("campaign_api.records")
 
 PUBLIC = "public"
-SESSION_NOT_FOUND = "Session not found"
-ENTITY_NOT_FOUND = "Entity not found"
 
 
 class EntityKind(Enum):
@@ -55,7 +72,7 @@ class EntityKind(Enum):
 
     @property
     def fetch_failed_message(self) -> str:
-        return f"Failed to fetch {self.plural}"
+        return fetch_failed_text(self.plural)
 
 
 @dataclass(frozen=True, slots=True)
@@ -149,13 +166,8 @@ def _is_storable_text(value: str) -> bool:
     return True
 
 
-def _is_key_text(value: SortKeyValue) -> bool:
+def _is_key_text(value: SortKeyValue) -> TypeGuard[str]:
     return isinstance(value, str) and _is_storable_text(value)
-
-
-# The list orders, by column name: (name, descending). NULLs always come last.
-_SESSION_ORDER = (("recording_date", True), ("id", False))
-_ENTITY_ORDER = (("sort_order", False), ("name", False), ("id", False))
 
 
 class Shape(Enum):
@@ -165,10 +177,6 @@ class Shape(Enum):
     OFFSET = "offset"  # a bare-offset cursor
     SEEK = "seek"  # past a sort key whose first value is set
     SEEK_NULL = "seek-null"  # past a sort key whose first value is NULL (undated, unordered)
-
-
-def _ordered(order: tuple[tuple[str, bool], ...], columns: Any) -> list[Any]:
-    return [(columns[name].desc() if descending else columns[name].asc()).nulls_last() for name, descending in order]
 
 
 def _page_statement(
@@ -187,18 +195,18 @@ def _page_statement(
     deep the page. (One OR of the ranges would make PostgreSQL walk the index from the
     start and filter, which costs as much as OFFSET.)
     """
-    size = bindparam("size")
+    size: BindParameter[int] = bindparam("size")
     if shape in (Shape.FIRST, Shape.OFFSET):
         base = select(*columns).where(*visible)
         if shape is Shape.OFFSET:
             base = base.offset(bindparam("offset"))
-        return ReadStatement(base.order_by(*_ordered(order, base.selected_columns)).limit(size))
+        return ReadStatement(base.order_by(*in_list_order(order, base.selected_columns)).limit(size))
     ranges = []
     for condition in after(shape is Shape.SEEK_NULL):
         part = select(*columns).where(*visible, condition)
-        ranges.append(select(*part.order_by(*_ordered(order, part.selected_columns)).limit(size).subquery().c))
+        ranges.append(select(*part.order_by(*in_list_order(order, part.selected_columns)).limit(size).subquery().c))
     merged = union_all(*ranges).subquery()
-    return ReadStatement(select(*merged.c).order_by(*_ordered(order, merged.c)).limit(size))
+    return ReadStatement(select(*merged.c).order_by(*in_list_order(order, merged.c)).limit(size))
 
 
 def _page_start(
@@ -230,35 +238,35 @@ def _session_seek(after: tuple[SortKeyValue, ...]) -> tuple[Shape, dict[str, Any
     """The shape and parameters of a seek past (recording_date, id); InvalidCursor unless
     the cursor's key could have come from a page."""
     if len(after) != 2 or not _is_key_text(after[1]):
-        raise InvalidCursor("Invalid cursor")
-    if after[0] is not None and not _is_key_text(after[0]):
-        raise InvalidCursor("Invalid cursor")
+        raise InvalidCursor()
     recorded_raw, last_id = after
     if recorded_raw is None:
         return Shape.SEEK_NULL, {"after_id": last_id}
+    if not _is_key_text(recorded_raw):
+        raise InvalidCursor()
     try:
         recorded = datetime.fromisoformat(recorded_raw)
     except ValueError as exc:
-        raise InvalidCursor("Invalid cursor") from exc
+        raise InvalidCursor() from exc
     if recorded.tzinfo is None:
-        raise InvalidCursor("Invalid cursor")
+        raise InvalidCursor()
     try:
         recorded = recorded.astimezone(UTC)
     except OverflowError as exc:  # e.g. 9999-12-31T23:00:00-05:00
-        raise InvalidCursor("Invalid cursor") from exc
+        raise InvalidCursor() from exc
     return Shape.SEEK, {"after_date": recorded, "after_id": last_id}
 
 
 def _after_session(undated: bool) -> list[ColumnElement[bool]]:
     """Rows strictly after (after_date, after_id) in newest-first, undated-last order, as
     disjoint ranges that each follow the list index (see `_page_statement`)."""
-    after_id = Session.id > bindparam("after_id")  # type: ignore[operator]
+    after_id = Session.id > bindparam("after_id")
     if undated:
         return [and_(Session.recording_date.is_(None), after_id)]  # type: ignore[union-attr]
     after_date = bindparam("after_date", type_=Session.__table__.c.recording_date.type)  # type: ignore[attr-defined]
     return [
-        and_(Session.recording_date == after_date, after_id),
-        Session.recording_date < after_date,  # type: ignore[operator]
+        and_(col(Session.recording_date) == after_date, after_id),
+        Session.recording_date < after_date,
         Session.recording_date.is_(None),  # type: ignore[union-attr]
     ]
 
@@ -285,7 +293,7 @@ def _session_page(with_summary: bool, with_tag: bool, shape: Shape) -> ReadState
     return _page_statement(
         _session_columns(with_summary, with_tag),
         visible=_session_visible(),
-        order=_SESSION_ORDER,
+        order=SESSION_ORDER,
         shape=shape,
         after=_after_session,
     )
@@ -295,7 +303,7 @@ def _session_page(with_summary: bool, with_tag: bool, shape: Shape) -> ReadState
 def _session_by_id(with_summary: bool, with_tag: bool) -> ReadStatement:
     return ReadStatement(
         select(*_session_columns(with_summary, with_tag)).where(
-            Session.id == bindparam("record_id"), *_session_visible()
+            col(Session.id) == bindparam("record_id"), *_session_visible()
         )
     )
 
@@ -313,7 +321,7 @@ async def list_sessions(
     position = _parse_cursor(cursor)
     shape, parameters = _page_start(scope, position, page_size + 1, _session_seek)
     statement = _session_page(with_summary, with_tag, shape)
-    rows = await _fetch(db, statement, parameters, failure="Failed to fetch sessions", rendered=with_summary)
+    rows = await _fetch(db, statement, parameters, failure=fetch_failed_text("sessions"), rendered=with_summary)
     return _page(rows, limit=page_size, offset=position.offset, sort_key=_session_sort_key)
 
 
@@ -321,12 +329,12 @@ async def get_session(
     db: Reader, *, scope: CampaignScope, session_id: str, with_summary: bool = True, with_tag: bool = False
 ) -> Row:
     if not _is_storable_text(session_id):
-        raise RecordNotFound(SESSION_NOT_FOUND)
+        raise RecordNotFound(SESSION_NOT_FOUND_TEXT)
     parameters = {"record_id": session_id, "campaign_id": scope.campaign_id}
     statement = _session_by_id(with_summary, with_tag)
-    rows = await _fetch(db, statement, parameters, failure="Failed to fetch session", rendered=with_summary)
+    rows = await _fetch(db, statement, parameters, failure=fetch_failed_text("session"), rendered=with_summary)
     if not rows:
-        raise RecordNotFound(SESSION_NOT_FOUND)
+        raise RecordNotFound(SESSION_NOT_FOUND_TEXT)
     return rows[0]
 
 
@@ -341,9 +349,9 @@ def _entity_seek(after: tuple[SortKeyValue, ...]) -> tuple[Shape, dict[str, Any]
     """The shape and parameters of a seek past (sort_order, name, id); InvalidCursor
     unless the cursor's key could have come from a page."""
     if len(after) != 3 or not all(_is_key_text(value) for value in after[1:]):
-        raise InvalidCursor("Invalid cursor")
+        raise InvalidCursor()
     if not (after[0] is None or (isinstance(after[0], int) and after[0] in _SORT_ORDER_RANGE)):
-        raise InvalidCursor("Invalid cursor")
+        raise InvalidCursor()
     sort_order, name, last_id = after
     parameters = {"after_name": name, "after_id": last_id}
     if sort_order is None:
@@ -370,7 +378,7 @@ def _after_entity(table: type[WikiEntityColumns], unordered: bool) -> list[Colum
 
 
 def _entity_order(table: type[WikiEntityColumns]) -> list[Any]:
-    return _ordered(_ENTITY_ORDER, table.__table__.c)  # type: ignore[attr-defined]
+    return in_list_order(ENTITY_ORDER, table.__table__.c)  # type: ignore[attr-defined]
 
 
 def _visible(table: type[WikiEntityColumns]) -> list[ColumnElement[bool]]:
@@ -390,7 +398,7 @@ def _entity_page(kind: EntityKind, with_description: bool, with_tag: bool, shape
     return _page_statement(
         _entity_columns(kind, with_description, with_tag),
         visible=_visible(kind.table),
-        order=_ENTITY_ORDER,
+        order=ENTITY_ORDER,
         shape=shape,
         after=lambda unordered: _after_entity(kind.table, unordered),
     )
@@ -401,7 +409,7 @@ def _entity_by_id(kind: EntityKind, with_description: bool, with_tag: bool) -> R
     table = kind.table
     return ReadStatement(
         select(*_entity_columns(kind, with_description, with_tag)).where(
-            table.id == bindparam("record_id"), *_visible(table)
+            col(table.id) == bindparam("record_id"), *_visible(table)
         )
     )
 
@@ -434,12 +442,12 @@ async def get_entity(
     with_tag: bool = False,
 ) -> Row:
     if not _is_storable_text(entity_id):
-        raise RecordNotFound(ENTITY_NOT_FOUND)
+        raise RecordNotFound(ENTITY_NOT_FOUND_TEXT)
     parameters = {"record_id": entity_id, "campaign_id": scope.campaign_id}
     statement = _entity_by_id(kind, with_description, with_tag)
     rows = await _fetch(db, statement, parameters, failure=kind.fetch_failed_message, rendered=with_description)
     if not rows:
-        raise RecordNotFound(ENTITY_NOT_FOUND)
+        raise RecordNotFound(ENTITY_NOT_FOUND_TEXT)
     return rows[0]
 
 
@@ -472,7 +480,7 @@ def _visible_children() -> ReadStatement:
     return ReadStatement(
         select(*columns)
         .where(ranked.c.child_rank <= bindparam("size"))
-        .order_by(*_ordered(_ENTITY_ORDER, ranked.c))
+        .order_by(*in_list_order(ENTITY_ORDER, ranked.c))
     )
 
 

@@ -34,7 +34,7 @@ BATCH_SIZE = 500
 UPGRADE_ADVICE = "run `campaign-api db upgrade`"
 
 
-def _over_record_tables(part: Callable[[Any], Select[Any]], combine: Callable[[Any], Any]) -> Select[tuple[int]]:
+def _over_record_tables(part: Callable[[Any], Select[Any]], combine: Callable[[Any], Any]) -> Select[int]:
     """`combine` (sum, max) of one `part` per record table, each given the table's
     renderer_version column and selecting one `value`."""
     merged = union_all(*(part(kind.table.c.renderer_version) for kind in RECORD_KINDS.values())).subquery()

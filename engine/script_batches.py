@@ -21,9 +21,7 @@ from collections.abc import Sequence
 from typing import Any
 
 import redis.asyncio
-from redis.asyncio.connection import Connection
-from redis.exceptions import ConnectionError as RedisConnectionError
-from redis.exceptions import NoScriptError, ResponseError
+from redis.exceptions import NoScriptError
 
 # (keys, args, the caller's future)
 _Call = tuple[Sequence[str | bytes], Sequence[Any], "asyncio.Future[Any]"]
@@ -39,7 +37,7 @@ class ScriptBatches:
         # How long a batch may take, all of it (waiting for a connection, connecting, which
         # behind Sentinel means asking for the primary first, a retry): then its calls fail.
         self._deadline_s = deadline_s
-        self._sha = hashlib.sha1(script.encode(), usedforsecurity=False).hexdigest().encode()  # EVALSHA's name for it
+        self._sha = hashlib.sha1(script.encode(), usedforsecurity=False).hexdigest()  # EVALSHA's name for it
         self._queued: list[_Call] = []
         self._sending: set[asyncio.Task[None]] = set()  # referenced until done
 
@@ -90,43 +88,16 @@ class ScriptBatches:
         return replies
 
     async def _run(self, calls: list[_Call]) -> list[Any]:
-        """One pipeline of EVALSHAs; each reply, or the error Redis answered it with.
-
-        Written and read on a pooled connection directly: redis-py's Pipeline object adds
-        per-call bookkeeping (observability hooks, a retry wrapper, command callbacks)
-        that a batch of one known command does not need. When the connection fails (most
-        often a pooled one that Redis dropped since, e.g. on a restart: then Redis ran
-        nothing), the batch is sent once more on a new connection, as redis-py's own
-        retry did. Had Redis run the scripts before the connection broke, their counts
-        are then taken twice: a limit errs toward counting a request more, never less.
+        """One non-transactional pipeline of EVALSHAs; each reply, or the error Redis
+        answered it with. redis-py retries it once on a new connection when the pooled one
+        fails (most often one Redis dropped since, e.g. on a restart: then Redis ran
+        nothing). Had Redis run the scripts before the connection broke, their counts are
+        then taken twice: a limit errs toward counting a request more, never less.
         """
-        commands = [(b"EVALSHA", self._sha, len(keys), *keys, *args) for keys, args, _future in calls]
-        for attempt in range(2):
-            connection = await self._pool.get_connection()
-            try:
-                return await self._exchange(connection, commands)
-            except (RedisConnectionError, OSError):
-                if attempt:
-                    raise
-            finally:
-                await self._pool.release(connection)
-        raise AssertionError("unreachable: the second attempt returns or raises")
-
-    @staticmethod
-    async def _exchange(connection: Connection, commands: list[tuple[Any, ...]]) -> list[Any]:
-        try:
-            await connection.send_packed_command(connection.pack_commands(commands), check_health=False)
-            replies: list[Any] = []
-            for _command in commands:
-                try:
-                    replies.append(await connection.read_response())
-                except ResponseError as error:  # this call's own error (NOSCRIPT, a script error)
-                    replies.append(error)
-            return replies
-        except BaseException:
-            # Replies may be left unread on it: never lend it again as it is.
-            await connection.disconnect(nowait=True)
-            raise
+        pipeline = self._client.pipeline(transaction=False)
+        for keys, args, _future in calls:
+            pipeline.evalsha(self._sha, len(keys), *keys, *args)
+        return await pipeline.execute(raise_on_error=False)
 
     async def close(self) -> None:
         """Waits for pipelines already sent (their callers get their replies or errors)."""

@@ -11,7 +11,7 @@ types (the same functions SQLAlchemy would apply), so rows hold the same values.
 from __future__ import annotations
 
 from collections import namedtuple
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, MutableMapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -39,10 +39,14 @@ class CompiledRead:
         `parameters`, processed, in the dialect's parameter style (a sequence for
         positional styles, a mapping otherwise)."""
         compiled = self.compiled
+        processors: Mapping[str, Processor]
+        values: MutableMapping[str, Any]
         if self.expanding:
             # An IN list renders one placeholder per element: new SQL for each length.
             state = compiled.construct_expanded_state(parameters)
-            sql, values, processors, order = state.statement, state.parameters, state.processors, state.positiontup
+            sql, processors, order = state.statement, state.processors, state.positiontup
+            # Typed read-only, but a dict made for this execution alone: processed in place.
+            values = state.parameters  # type: ignore[assignment]
         else:
             sql, values = compiled.string, compiled.construct_params(parameters)
             processors, order = self.bind_processors, compiled.positiontup
@@ -66,7 +70,7 @@ class CompiledRead:
         return list(map(make, zip(*columns, strict=True)))
 
 
-def _compile(statement: Select[Any], dialect: Dialect) -> CompiledRead:
+def _compile(statement: Select[*tuple[Any, ...]], dialect: Dialect) -> CompiledRead:
     compiled = statement.compile(dialect=dialect)
     assert isinstance(compiled, SQLCompiler)
     bind_processors = {
@@ -94,7 +98,7 @@ def _compile(statement: Select[Any], dialect: Dialect) -> CompiledRead:
 class ReadStatement:
     """A select whose varying values are bind parameters, compiled once per dialect."""
 
-    def __init__(self, statement: Select[Any]) -> None:
+    def __init__(self, statement: Select[*tuple[Any, ...]]) -> None:
         self.statement = statement
         self._compiled: dict[str, CompiledRead] = {}
 

@@ -10,7 +10,7 @@ from __future__ import annotations
 from datetime import UTC, datetime
 from typing import Any
 
-from sqlalchemy import BigInteger, DateTime, Index, String, Text, text
+from sqlalchemy import BigInteger, DateTime, Index, String, Text, false, text
 from sqlalchemy.engine import Dialect
 from sqlalchemy.types import TypeDecorator
 from sqlmodel import Field, SQLModel
@@ -42,8 +42,8 @@ class UTCDateTime(TypeDecorator[datetime]):
 def ordered_text(length: int | None = None) -> String:
     """A string type that sorts byte-wise on every backend."""
     if length:
-        return String(length).with_variant(String(length, collation="C"), "postgresql")  # type: ignore[return-value]
-    return Text().with_variant(Text(collation="C"), "postgresql")  # type: ignore[return-value]
+        return String(length).with_variant(String(length, collation="C"), "postgresql")
+    return Text().with_variant(Text(collation="C"), "postgresql")
 
 
 ID_TYPE = ordered_text(64)
@@ -148,7 +148,7 @@ class WikiEntityColumns(PublicContentColumns):
     campaign_id: str = id_column(foreign_key="campaigns.id")
     name: str = text_column(sa_type=ordered_text())
     icon: str | None = text_column(nullable=True)
-    hidden_from_wiki: bool = Field(default=False, nullable=False)
+    hidden_from_wiki: bool = Field(default=False, nullable=False, sa_column_kwargs={"server_default": false()})
     type: str = text_column()
     image_url: str | None = text_column(nullable=True)
     sort_order: int | None = Field(default=None, nullable=True)
@@ -216,16 +216,30 @@ class ChangeFeedHead(SQLModel, table=True):
     last_changed_at: datetime = timestamp_column(nullable=False)
 
 
-WikiEntity = Location | Character | Faction | Item
 WIKI_ENTITY_TABLES: tuple[type[WikiEntityColumns], ...] = (Location, Character, Faction, Item)
+
+# The list orders (contract: a total order, NULLs last), by column name: (name, descending).
+# Declared here once: the indexes below and every list read (engine/records.py) use them.
+SESSION_ORDER = (("recording_date", True), ("id", False))
+ENTITY_ORDER = (("sort_order", False), ("name", False), ("id", False))
+
+
+def in_list_order(order: tuple[tuple[str, bool], ...], columns: Any) -> list[Any]:
+    """ORDER BY (or index) terms of `order` over `columns` (a table's, a subquery's)."""
+    terms = []
+    for name, descending in order:
+        column = columns[name]
+        term = column.desc() if descending else column
+        terms.append(term.nulls_last() if column.nullable else term)
+    return terms
+
 
 # The list orders, as index range scans within one campaign's visible rows.
 Index(
     "ix_sessions_public_order",
-    Session.campaign_id,  # type: ignore[arg-type]
-    Session.visibility,  # type: ignore[arg-type]
-    Session.recording_date.desc().nulls_last(),  # type: ignore[union-attr]
-    Session.id,  # type: ignore[arg-type]
+    Session.campaign_id,
+    Session.visibility,
+    *in_list_order(SESSION_ORDER, Session.__table__.c),  # type: ignore[attr-defined]
 )
 Index("ux_change_feed_campaign_seq", ChangeFeedEntry.campaign_id, ChangeFeedEntry.seq, unique=True)  # type: ignore[arg-type]
 for _table in (Session, *WIKI_ENTITY_TABLES):
@@ -234,9 +248,7 @@ for _table in (Session, *WIKI_ENTITY_TABLES):
 for _table in WIKI_ENTITY_TABLES:
     Index(
         f"ix_{_table.__tablename__}_wiki_order",
-        _table.campaign_id,  # type: ignore[arg-type]
+        _table.campaign_id,
         _table.hidden_from_wiki,  # type: ignore[arg-type]
-        _table.sort_order.asc().nulls_last(),  # type: ignore[union-attr]
-        _table.name,  # type: ignore[arg-type]
-        _table.id,  # type: ignore[arg-type]
+        *in_list_order(ENTITY_ORDER, _table.__table__.c),  # type: ignore[attr-defined]
     )

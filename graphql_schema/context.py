@@ -1,7 +1,9 @@
-"""What a GraphQL execution carries: the request's DB session, the campaign scope, loaders.
+"""What a GraphQL execution carries: the request's reader, the campaign scope, loaders.
 
-Sibling fields resolve concurrently, but one connection runs one statement at a time,
-so every read goes through `read()`, which serializes them on the request's session.
+Sibling fields resolve concurrently; every read goes through `read()`, which runs them
+one at a time. With the request's reader that keeps a request to one pooled connection
+at a time (unserialized, sibling reads would each borrow one: tests/perf counts them);
+with a session (the CLI, tests) it is required, a session running one statement at a time.
 """
 
 from __future__ import annotations

@@ -17,10 +17,9 @@ from graphql import GraphQLError, GraphQLSyntaxError
 from strawberry.extensions import SchemaExtension
 from strawberry.types import ExecutionResult
 
-from engine.errors import DomainError
+from engine.errors import INTERNAL_ERROR_TEXT, DomainError
 
 INTERNAL_ERROR_CODE = "INTERNAL_SERVER_ERROR"
-INTERNAL_ERROR_MESSAGE = "Internal server error"
 
 logger = logging.getLogger("campaign_api.graphql")
 
@@ -54,7 +53,7 @@ def public_error(error: GraphQLError) -> GraphQLError:
     if domain_error is not None:
         message, code = str(domain_error), domain_error.code.value
     elif not is_client_error(error):
-        message, code = INTERNAL_ERROR_MESSAGE, INTERNAL_ERROR_CODE
+        message, code = INTERNAL_ERROR_TEXT, INTERNAL_ERROR_CODE
     else:
         return error  # the client's own document or variables: described as they are
     return GraphQLError(
@@ -70,7 +69,7 @@ def is_request_error(result: ExecutionResult) -> bool:
     """Whether the operation failed before execution began (parsing, validation, a limit,
     variable values): GraphQL's response then has errors and no `data` entry at all
     (GraphQL spec §7.1.2). Every error raised during execution has a path."""
-    return result.data is None and bool(result.errors) and all(error.path is None for error in result.errors)
+    return result.data is None and bool(result.errors) and all(error.path is None for error in result.errors or ())
 
 
 def _request_error_code(error: GraphQLError) -> str:

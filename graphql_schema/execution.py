@@ -113,7 +113,7 @@ def _decide_plain_field(object_type: GraphQLObjectType, name: str, *, utc_dateti
     read = _reader_of(field.resolve, definition)
     if read is None:
         return None
-    serialize = leaf.serialize  # type: ignore[union-attr]
+    serialize = leaf.serialize
     return _PlainField(
         read,
         serialize,

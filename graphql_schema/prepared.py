@@ -55,7 +55,8 @@ class PreparedQuery:
             context_value=context,
             variable_values=variables,
             executor_class=self._executor_class,
-            is_awaitable=optimized_is_awaitable,
+            # Strawberry annotates its check as returning bool; graphql-core asks for a TypeGuard.
+            is_awaitable=optimized_is_awaitable,  # type: ignore[arg-type]
             operation_extensions=None,
         )
         if optimized_is_awaitable(result):

@@ -101,7 +101,7 @@ async def _session(info: Ctx, id: strawberry.ID) -> SessionType | None:
     ctx = info.context
     details = _selected_details(info)
     with_summary, with_tag = bool(details & SUMMARY_FIELDS), bool(details & TAG_FIELDS)
-    return await ctx.read(  # type: ignore[return-value]
+    return await ctx.read(
         lambda db: get_session(db, scope=ctx.scope, session_id=id, with_summary=with_summary, with_tag=with_tag)
     )
 
@@ -155,7 +155,7 @@ async def _changes(
     ctx = info.context
     page = await ctx.read(lambda db: list_changes(db, scope=ctx.scope, limit=limit, cursor=cursor))
     return ChangePage(
-        data=page.items,  # type: ignore[arg-type]
+        data=page.items,
         pagination=FeedPagination(next_cursor=page.next_cursor, has_more=page.has_more),
     )
 

@@ -15,9 +15,8 @@ from fastapi.exceptions import RequestValidationError
 from starlette.exceptions import HTTPException
 from starlette.responses import Response
 
-from engine.changes import FETCH_FAILED as CHANGES_FETCH_FAILED
+from engine import errors
 from engine.errors import DomainError, ErrorCode, FetchFailed
-from engine.pagination import LIMIT_MESSAGE
 from engine.ratelimit import RateLimitExceeded, RateLimits, RateWindow
 from rest.head import allow_with_head
 from rest.responses import json_response, rate_headers
@@ -59,17 +58,17 @@ class ErrorRule:
 
 
 ERROR_RULES: dict[ErrorCode | HttpError, ErrorRule] = {
-    ErrorCode.INVALID_LIMIT: ErrorRule(400, LIMIT_MESSAGE, Headers.NONE),
-    ErrorCode.INVALID_CURSOR: ErrorRule(400, "Invalid cursor", Headers.NONE),
-    ErrorCode.INVALID_API_KEY: ErrorRule(401, "Invalid API key", Headers.AUTH_CHALLENGE),
+    ErrorCode.INVALID_LIMIT: ErrorRule(400, errors.INVALID_LIMIT_TEXT, Headers.NONE),
+    ErrorCode.INVALID_CURSOR: ErrorRule(400, errors.INVALID_CURSOR_TEXT, Headers.NONE),
+    ErrorCode.INVALID_API_KEY: ErrorRule(401, errors.INVALID_API_KEY_TEXT, Headers.AUTH_CHALLENGE),
     ErrorCode.NOT_FOUND: ErrorRule(404, EndpointText.NOT_FOUND, Headers.KEY_WINDOW),
-    ErrorCode.RATE_LIMITED: ErrorRule(429, "Rate limit exceeded", Headers.REJECTING_WINDOW),
+    ErrorCode.RATE_LIMITED: ErrorRule(429, errors.RATE_LIMITED_TEXT, Headers.REJECTING_WINDOW),
     ErrorCode.FETCH_FAILED: ErrorRule(500, EndpointText.FETCH_FAILED, Headers.KEY_WINDOW),
-    ErrorCode.UNAVAILABLE: ErrorRule(503, "Public API temporarily unavailable", Headers.NONE),
-    HttpError.ROUTE_NOT_FOUND: ErrorRule(404, "Not found", Headers.NONE),
-    HttpError.METHOD_NOT_ALLOWED: ErrorRule(405, "Method not allowed", Headers.NONE),
-    HttpError.BAD_REQUEST: ErrorRule(400, "Bad request", Headers.NONE),
-    HttpError.INTERNAL: ErrorRule(500, "Internal server error", Headers.NONE),
+    ErrorCode.UNAVAILABLE: ErrorRule(503, errors.UNAVAILABLE_TEXT, Headers.NONE),
+    HttpError.ROUTE_NOT_FOUND: ErrorRule(404, errors.ROUTE_NOT_FOUND_TEXT, Headers.NONE),
+    HttpError.METHOD_NOT_ALLOWED: ErrorRule(405, errors.METHOD_NOT_ALLOWED_TEXT, Headers.NONE),
+    HttpError.BAD_REQUEST: ErrorRule(400, errors.BAD_REQUEST_TEXT, Headers.NONE),
+    HttpError.INTERNAL: ErrorRule(500, errors.INTERNAL_ERROR_TEXT, Headers.NONE),
 }
 
 
@@ -86,7 +85,7 @@ class EndpointTexts:
 
 # The change feed (contract §10.2): a list with nothing to look up, so never a 404 of its own.
 CHANGES_TEXTS = EndpointTexts(
-    not_found=str(ERROR_RULES[HttpError.ROUTE_NOT_FOUND].body), fetch_failed=CHANGES_FETCH_FAILED
+    not_found=errors.ROUTE_NOT_FOUND_TEXT, fetch_failed=errors.fetch_failed_text("changes")
 )
 
 

@@ -17,7 +17,7 @@ from starlette.responses import HTMLResponse, Response
 from strawberry.schema.exceptions import CannotGetOperationTypeError, InvalidOperationTypeError
 from strawberry.types.graphql import OperationType
 
-from engine.errors import DomainError
+from engine.errors import GRAPHIQL_DISABLED_TEXT, DomainError
 from engine.records import CampaignScope
 from graphql_schema.context import CampaignContext
 from graphql_schema.errors import is_request_error
@@ -97,7 +97,7 @@ async def graphql_endpoint(request: Request) -> Response:
     runtime = runtime_of(request)
     if _wants_page(request):
         if not runtime.settings.graphiql:
-            return _graphql_error("GraphiQL is disabled", "NOT_FOUND", status=404)
+            return _graphql_error(GRAPHIQL_DISABLED_TEXT, "NOT_FOUND", status=404)
         return HTMLResponse(graphiql_page())
     operation = await _read_operation(request)
     if isinstance(operation, Response):
@@ -108,28 +108,28 @@ async def graphql_endpoint(request: Request) -> Response:
     if variables is not None and not isinstance(variables, dict):
         return _bad_request("variables must be a JSON object")
     operation_name = operation.get("operationName")
-    async with runtime.database.reader() as db:
-        try:
-            principal = await runtime.guard.admit(request, db)
-        except DomainError as error:
-            return _from_outcome(outcome_for_request(request, error), error.code.value)
-        # Unlike the REST documents' (rest/runtime.py), this data keeps its timestamps as
-        # strings: Schema.execute runs the schema's executor class for every caller (tests,
-        # tools) and hands the result to the schema's extensions, so nothing proves that it
-        # goes to orjson alone; and a client's document rarely is a page of 100 timestamps.
-        try:
-            result = await runtime.schema.execute(
-                query,
-                variable_values=variables,
-                operation_name=operation_name if isinstance(operation_name, str) else None,
-                context_value=CampaignContext(db=db, scope=CampaignScope(campaign_id=principal.key.campaign_id)),
-                allowed_operation_types=QUERIES_ONLY,
-            )
-        # Strawberry raises these (rather than returning errors) for the client's document.
-        except InvalidOperationTypeError:
-            return _bad_request("Only query operations are supported")
-        except CannotGetOperationTypeError:
-            return _bad_request("operationName does not name an operation of the document")
+    db = runtime.database.reader
+    try:
+        principal = await runtime.guard.admit(request, db)
+    except DomainError as error:
+        return _from_outcome(outcome_for_request(request, error), error.code.value)
+    # Unlike the REST documents' (rest/runtime.py), this data keeps its timestamps as
+    # strings: Schema.execute runs the schema's executor class for every caller (tests,
+    # tools) and hands the result to the schema's extensions, so nothing proves that it
+    # goes to orjson alone; and a client's document rarely is a page of 100 timestamps.
+    try:
+        result = await runtime.schema.execute(
+            query,
+            variable_values=variables,
+            operation_name=operation_name if isinstance(operation_name, str) else None,
+            context_value=CampaignContext(db=db, scope=CampaignScope(campaign_id=principal.key.campaign_id)),
+            allowed_operation_types=QUERIES_ONLY,
+        )
+    # Strawberry raises these (rather than returning errors) for the client's document.
+    except InvalidOperationTypeError:
+        return _bad_request("Only query operations are supported")
+    except CannotGetOperationTypeError:
+        return _bad_request("operationName does not name an operation of the document")
     # Refused before execution (parsing, validation, a limit, variables): no `data` key,
     # as GraphQL-over-HTTP says; still a 200, as the JSON media type of that spec has it.
     body: dict[str, Any] = {} if is_request_error(result) else {"data": result.data}

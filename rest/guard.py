@@ -44,12 +44,12 @@ def client_ip(request: Request, settings: Settings) -> str:
 def bearer_token(authorization: str | None) -> str:
     """The token of an `Authorization: Bearer <token>` header; InvalidApiKey otherwise."""
     if not authorization:
-        raise InvalidApiKey("Invalid API key")
+        raise InvalidApiKey()
     scheme, _, token = authorization.partition(" ")
     token = token.strip(" ")
     # RFC 9110: the scheme is case-insensitive.
     if scheme.lower() != "bearer" or not token or len(token) > MAX_TOKEN_LENGTH:
-        raise InvalidApiKey("Invalid API key")
+        raise InvalidApiKey()
     return token
 
 

@@ -9,7 +9,8 @@ import logging
 from fastapi import APIRouter, Request
 from starlette.responses import Response
 
-from engine.db import Database, ReadFailed
+from engine.db import Database
+from engine.read_pool import ReadFailed
 from engine.renderings import count_stale_renderings, describe_stale
 from rest.responses import json_response
 from rest.runtime import runtime_of
@@ -35,8 +36,7 @@ async def stale_renderings(database: Database) -> int | None:
     """Rows whose stored rendering is stale (engine/renderings.py); None when the database
     cannot answer."""
     try:
-        async with database.reader() as reader:
-            return await asyncio.wait_for(count_stale_renderings(reader), CHECK_TIMEOUT_S)
+        return await asyncio.wait_for(count_stale_renderings(database.reader), CHECK_TIMEOUT_S)
     except (ReadFailed, TimeoutError):
         return None
 

@@ -53,7 +53,7 @@ class StderrJsonHandler(logging.StreamHandler[TextIO]):
         logging.Handler.__init__(self)
         self.setFormatter(JsonFormatter())
 
-    @property  # type: ignore[override]
+    @property
     def stream(self) -> TextIO:
         return sys.stderr
 
@@ -67,7 +67,7 @@ def configure_logging(level: str) -> None:
     # The JSON lines carry none of the caller's file and line, thread, process or task: not
     # collecting them saves a stack walk and lookups on every record (the logging HOWTO's
     # "Optimization" section), one of them per request for the access line.
-    logging._srcfile = None  # type: ignore[attr-defined]
+    logging._srcfile = None
     logging.logThreads = False
     logging.logProcesses = False
     logging.logMultiprocessing = False

@@ -33,7 +33,7 @@ def request_id_from(scope: Scope) -> str:
     """The client's X-Request-ID when there is exactly one and it is safe; a new UUID otherwise."""
     values = [value for name, value in scope["headers"] if name == REQUEST_ID_HEADER]
     if len(values) == 1:
-        candidate = values[0].decode("latin-1")
+        candidate: str = values[0].decode("latin-1")
         if _SAFE_REQUEST_ID.fullmatch(candidate):
             return candidate
     return str(uuid.uuid4())

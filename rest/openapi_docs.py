@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from engine.errors import ErrorCode
-from engine.pagination import DEFAULT_LIMIT, LIMIT_MESSAGE, MAX_LIMIT
+from engine.errors import INVALID_LIMIT_TEXT, ErrorCode
+from engine.pagination import DEFAULT_LIMIT, MAX_LIMIT
 from rest.errors import AUTH_CHALLENGE, ERROR_RULES, EndpointTexts
 from rest.openapi_models import ErrorBody
 
@@ -81,7 +81,7 @@ def _common(texts: EndpointTexts) -> dict[int | str, dict[str, Any]]:
     }
 
 
-def _ok_headers() -> dict[str, Any]:
+def _ok_headers() -> dict[int | str, dict[str, Any]]:
     return {
         200: {"description": "OK", "headers": {**_RATE_HEADERS, **_ETAG}},
         304: {
@@ -94,7 +94,7 @@ def _ok_headers() -> dict[str, Any]:
 def list_responses(texts: EndpointTexts) -> dict[int | str, dict[str, Any]]:
     return {
         **_ok_headers(),
-        400: _error("Bad limit or cursor.", LIMIT_MESSAGE, str(ERROR_RULES[ErrorCode.INVALID_CURSOR].body)),
+        400: _error("Bad limit or cursor.", INVALID_LIMIT_TEXT, str(ERROR_RULES[ErrorCode.INVALID_CURSOR].body)),
         **_common(texts),
     }
 

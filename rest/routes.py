@@ -17,9 +17,9 @@ from pydantic import BaseModel
 from starlette.responses import Response
 from starlette.types import Receive, Scope, Send
 
-from engine.errors import InvalidCursor, InvalidLimit
-from engine.pagination import LIMIT_MESSAGE, parse_limit
-from engine.records import ENTITY_NOT_FOUND, SESSION_NOT_FOUND, CampaignScope
+from engine.errors import ENTITY_NOT_FOUND_TEXT, SESSION_NOT_FOUND_TEXT, InvalidCursor, InvalidLimit, fetch_failed_text
+from engine.pagination import parse_limit
+from engine.records import CampaignScope
 from rest import documents, openapi_models
 from rest.conditional import if_none_match, not_modified, tagged_json
 from rest.errors import CHANGES_TEXTS, EndpointTexts
@@ -78,7 +78,7 @@ def _entity(
     queries: tuple[str, str, str],
     models: tuple[type[BaseModel], type[BaseModel]],
 ) -> Resource:
-    texts = EndpointTexts(not_found=ENTITY_NOT_FOUND, fetch_failed=f"Failed to fetch {plural}")
+    texts = EndpointTexts(not_found=ENTITY_NOT_FOUND_TEXT, fetch_failed=fetch_failed_text(plural))
     list_document, record_document, tag_document = queries
     return Resource(
         path=plural,
@@ -103,8 +103,8 @@ RESOURCES = (
         list_document=documents.SESSIONS_LIST,
         record_document=documents.SESSION_RECORD,
         tag_document=documents.SESSION_TAG,
-        list_texts=EndpointTexts(not_found=SESSION_NOT_FOUND, fetch_failed="Failed to fetch sessions"),
-        record_texts=EndpointTexts(not_found=SESSION_NOT_FOUND, fetch_failed="Failed to fetch session"),
+        list_texts=EndpointTexts(not_found=SESSION_NOT_FOUND_TEXT, fetch_failed=fetch_failed_text("sessions")),
+        record_texts=EndpointTexts(not_found=SESSION_NOT_FOUND_TEXT, fetch_failed=fetch_failed_text("session")),
         list_model=openapi_models.SessionList,
         record_model=openapi_models.SessionRecord,
         summary="sessions",
@@ -156,7 +156,7 @@ def _single_query_value(request: Request, name: str) -> str | None:
     """A query parameter given at most once; repeating it is as bad as a malformed value."""
     values = request.query_params.getlist(name)
     if len(values) > 1:
-        raise InvalidLimit(LIMIT_MESSAGE) if name == "limit" else InvalidCursor("Invalid cursor")
+        raise InvalidLimit() if name == "limit" else InvalidCursor()
     return values[0] if values else None
 
 
@@ -172,18 +172,18 @@ async def _serve(
     request.state.endpoint_texts = texts
     runtime = runtime_of(request)
     condition = if_none_match(request)
-    async with runtime.database.reader() as db:
-        principal = await runtime.guard.admit(request, db)
-        headers = rate_headers(principal.key_window)
-        values = variables()
-        scope = CampaignScope(campaign_id=principal.key.campaign_id)
-        if condition is not None and tag_document is not None:
-            # A single record: its stored tag decides, before any body is read or built.
-            tagged = await run_document(runtime.queries[tag_document], variables=values, db=db, scope=scope)
-            tag = tagged[field]["etag"]
-            if condition.matches(tag):
-                return not_modified(tag, headers=headers)
-        data = await run_document(runtime.queries[document], variables=values, db=db, scope=scope)
+    db = runtime.database.reader
+    principal = await runtime.guard.admit(request, db)
+    headers = rate_headers(principal.key_window)
+    values = variables()
+    scope = CampaignScope(campaign_id=principal.key.campaign_id)
+    if condition is not None and tag_document is not None:
+        # A single record: its stored tag decides, before any body is read or built.
+        tagged = await run_document(runtime.queries[tag_document], variables=values, db=db, scope=scope)
+        tag = tagged[field]["etag"]
+        if condition.matches(tag):
+            return not_modified(tag, headers=headers)
+    data = await run_document(runtime.queries[document], variables=values, db=db, scope=scope)
     body = data[field]
     link = next_page_link(request.url.path, body, limit=values.get("limit"))
     if link is not None:

@@ -1,7 +1,9 @@
 """Small typed factories for test data. Every argument has a keyword default.
 
 Records are written as the service writes them (engine/record_writer.py): rendered,
-digested and entered in the change feed, so reads find what an import would leave.
+digested and entered in the change feed, so reads find what an import would leave. The
+`export_*` builders make the same records as a campaign export's JSON (contract §8), for
+tests that import files or run the real CLI.
 """
 
 from __future__ import annotations
@@ -136,3 +138,47 @@ async def age_renderings(db: AsyncSession, *, array: str, record_ids: Sequence[s
     kind = RECORD_KINDS[array]
     values = {"renderer_version": version, kind.markdown_column: STALE_MARKDOWN}
     await db.execute(update(kind.table).where(kind.table.c.id.in_(record_ids)).values(values))
+
+
+# --- records of a campaign export -----------------------------------------------------
+
+DROP = object()  # a field value meaning "leave the field out"
+
+
+def _record(defaults: dict[str, Any], fields: dict[str, Any]) -> dict[str, Any]:
+    return {name: value for name, value in {**defaults, **fields}.items() if value is not DROP}
+
+
+def export_user(user_id: str = "@u", **fields: Any) -> dict[str, Any]:
+    return _record({"id": user_id, "name": "Mara"}, fields)
+
+
+def export_campaign(campaign_id: str = "@c", **fields: Any) -> dict[str, Any]:
+    return _record({"id": campaign_id, "name": "Ashfall", "owner_id": "@u"}, fields)
+
+
+def export_session(session_id: str = "@s1", **fields: Any) -> dict[str, Any]:
+    defaults = {
+        "id": session_id,
+        "campaign_id": "@c",
+        "title": "Smoke on the Ridge",
+        "status": "completed",
+        "session_type": "audio",
+        "visibility": "public",
+    }
+    return _record(defaults, fields)
+
+
+def export_entity(entity_id: str = "@l1", **fields: Any) -> dict[str, Any]:
+    return _record({"id": entity_id, "campaign_id": "@c", "name": "Emberhold", "type": "settlement"}, fields)
+
+
+def base_export(**arrays: list[Any]) -> dict[str, list[Any]]:
+    """A valid export (one user, campaign, session, location) with `arrays` replaced."""
+    export: dict[str, list[Any]] = {
+        "users": [export_user()],
+        "campaigns": [export_campaign()],
+        "sessions": [export_session()],
+        "locations": [export_entity()],
+    }
+    return {**export, **arrays}

@@ -82,7 +82,7 @@ def baseline_tree(revision: str, directory: Path) -> Path:
 
 
 # The baseline's own CLI (with PYTHONPATH naming its tree, its packages come first).
-BASELINE_CLI = [sys.executable, "-c", "import sys; from engine.cli import main; sys.exit(main())"]
+BASELINE_CLI = [sys.executable, "-c", "import sys; from rest.cli import main; sys.exit(main())"]
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -39,23 +39,23 @@ async def _measure(url: str, campaign_id: str, location_id: str, arguments: argp
     parameters = {"campaign_id": campaign_id, "record_id": location_id}
     batches = []
     try:
-        async with database.reader() as reader:
-            assert len(await reader.fetch(statement, parameters)) == 1  # warm: connection, compiled SQL
-            pool = database.read_connections
-            if arguments.unnamed:
-                assert isinstance(pool, ReadPool)
-                (lent,) = pool._idle  # the one connection the warm-up opened
-                lent.cursor.connection.prepare_threshold = None
-            for _ in range(arguments.batches):
-                cpu, wall = time.process_time(), time.perf_counter()
-                for _ in range(arguments.statements):
-                    await reader.fetch(statement, parameters)
-                batches.append(
-                    Batch(
-                        cpu_us=(time.process_time() - cpu) / arguments.statements * 1e6,
-                        wall_us=(time.perf_counter() - wall) / arguments.statements * 1e6,
-                    )
+        reader = database.reader
+        assert len(await reader.fetch(statement, parameters)) == 1  # warm: connection, compiled SQL
+        pool = database.read_connections
+        if arguments.unnamed:
+            assert isinstance(pool, ReadPool)
+            (lent,) = pool._idle  # the one connection the warm-up opened
+            lent.cursor.connection.prepare_threshold = None
+        for _ in range(arguments.batches):
+            cpu, wall = time.process_time(), time.perf_counter()
+            for _ in range(arguments.statements):
+                await reader.fetch(statement, parameters)
+            batches.append(
+                Batch(
+                    cpu_us=(time.process_time() - cpu) / arguments.statements * 1e6,
+                    wall_us=(time.perf_counter() - wall) / arguments.statements * 1e6,
                 )
+            )
     finally:
         await database.dispose()
     return batches

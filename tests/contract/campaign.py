@@ -16,6 +16,8 @@ from collections.abc import Callable
 from datetime import UTC, datetime
 from typing import Any
 
+from tests.factories import export_campaign, export_entity, export_session, export_user
+
 GM_CANARY = "GMCANARY-5e1f9"
 
 CAMPAIGN_A = "camp-a"
@@ -75,18 +77,18 @@ def _session(
     created: str | None = "2024-01-02T03:04:05+00:00",
     updated: str | None = None,
 ) -> dict[str, Any]:
-    return {
-        "id": session_id,
-        "campaign_id": campaign,
-        "title": title,
-        "status": status,
-        "recording_date": recorded,
-        "created_at": created,
-        "updated_at": updated,
-        "session_type": session_type,
-        "visibility": visibility,
-        "summary": summary,
-    }
+    return export_session(
+        session_id,
+        campaign_id=campaign,
+        title=title,
+        status=status,
+        recording_date=recorded,
+        created_at=created,
+        updated_at=updated,
+        session_type=session_type,
+        visibility=visibility,
+        summary=summary,
+    )
 
 
 def _entity(
@@ -104,20 +106,20 @@ def _entity(
     updated: str | None = None,
     **extra: Any,
 ) -> dict[str, Any]:
-    return {
-        "id": entity_id,
-        "campaign_id": campaign,
-        "name": name,
-        "icon": icon,
-        "hidden_from_wiki": hidden,
-        "type": entity_type,
-        "image_url": image_url,
-        "sort_order": sort_order,
-        "description": description,
-        "created_at": created,
-        "updated_at": updated,
+    return export_entity(
+        entity_id,
+        campaign_id=campaign,
+        name=name,
+        icon=icon,
+        hidden_from_wiki=hidden,
+        type=entity_type,
+        image_url=image_url,
+        sort_order=sort_order,
+        description=description,
+        created_at=created,
+        updated_at=updated,
         **extra,
-    }
+    )
 
 
 SESSIONS = [
@@ -225,13 +227,13 @@ ITEMS = [
 
 EXPORT: dict[str, list[dict[str, Any]]] = {
     "users": [
-        {"id": OWNER_A, "name": "GM of A"},
-        {"id": OWNER_B, "name": "GM of B"},
-        *({"id": owner, "name": None} for owner in RATE_OWNERS),
+        export_user(OWNER_A, name="GM of A"),
+        export_user(OWNER_B, name="GM of B"),
+        *(export_user(owner, name=None) for owner in RATE_OWNERS),
     ],
     "campaigns": [
-        {"id": CAMPAIGN_A, "name": "Campaign A", "owner_id": OWNER_A},
-        {"id": CAMPAIGN_B, "name": "Campaign B", "owner_id": OWNER_B},
+        export_campaign(CAMPAIGN_A, name="Campaign A", owner_id=OWNER_A),
+        export_campaign(CAMPAIGN_B, name="Campaign B", owner_id=OWNER_B),
     ],
     "sessions": SESSIONS,
     "locations": LOCATIONS,

@@ -1,7 +1,7 @@
 """HEAD, compression and paging links through the real server (contract §10.4, §10.5).
 
 HEAD and gzip are checked on raw sockets, so what uvicorn (through the service's own
-protocol, engine/http_protocol.py) puts on the wire is what is asserted: no body after a
+protocol, rest/http_protocol.py) puts on the wire is what is asserted: no body after a
 HEAD, the GET's Content-Length, the compressed bytes themselves.
 """
 

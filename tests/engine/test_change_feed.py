@@ -20,8 +20,8 @@ from engine.importer import import_campaign_export
 from engine.records import CampaignScope
 from engine.rendering import CURRENT_RENDERER
 from engine.tables import ChangeFeedEntry, Session
-from tests.engine.exports import ExportFiles, base_export, campaign, entity, session, user
-from tests.factories import age_renderings
+from tests.engine.exports import ExportFiles
+from tests.factories import age_renderings, base_export, export_campaign, export_entity, export_session, export_user
 
 Entry = tuple[str, str, str]  # (type, id, change)
 
@@ -61,16 +61,16 @@ async def body_digests(db: AsyncSession, files: ExportFiles) -> dict[str, str]:
 # Campaign @c: two public sessions and a private one; a visible location and a hidden one;
 # a visible character; a hidden item. Campaign @c2 has one public session.
 MIXED = base_export(
-    campaigns=[campaign(), campaign("@c2", name="Other")],
+    campaigns=[export_campaign(), export_campaign("@c2", name="Other")],
     sessions=[
-        session("@s1", summary="# One\n\n:::gm\nsecret\n:::\n"),
-        session("@s2", title="Two"),
-        session("@s-private", visibility="private", summary="private"),
-        session("@s-other", campaign_id="@c2"),
+        export_session("@s1", summary="# One\n\n:::gm\nsecret\n:::\n"),
+        export_session("@s2", title="Two"),
+        export_session("@s-private", visibility="private", summary="private"),
+        export_session("@s-other", campaign_id="@c2"),
     ],
-    locations=[entity("@l1", sort_order=1), entity("@l-hidden", hidden_from_wiki=True)],
-    characters=[entity("@ch1", name="Mira")],
-    items=[entity("@i-hidden", name="Key", hidden_from_wiki=True)],
+    locations=[export_entity("@l1", sort_order=1), export_entity("@l-hidden", hidden_from_wiki=True)],
+    characters=[export_entity("@ch1", name="Mira")],
+    items=[export_entity("@i-hidden", name="Key", hidden_from_wiki=True)],
 )
 VISIBLE_IN_C = {
     ("session", "@s1", "upsert"),
@@ -88,7 +88,9 @@ class TestFromTheStart:
 
     async def test_order_is_the_sequence_and_times_never_decrease(self, db: AsyncSession, files: ExportFiles) -> None:
         await imported(db, files, MIXED)
-        await imported(db, files, base_export(campaigns=[campaign()], sessions=[session("@s2", title="Two, again")]))
+        await imported(
+            db, files, base_export(campaigns=[export_campaign()], sessions=[export_session("@s2", title="Two, again")])
+        )
         entries, _ = await read_feed(db, files)
         sequences = [entry.seq for entry in entries]
         assert sequences == sorted(sequences) and len(set(sequences)) == len(sequences)
@@ -104,7 +106,7 @@ class TestFromTheStart:
         assert triples(entries, files) == [("session", "@s-other", "upsert")]
 
     async def test_an_empty_feed_resumes_where_it_was_asked(self, db: AsyncSession, files: ExportFiles) -> None:
-        await imported(db, files, base_export(sessions=[session(visibility="private")], locations=[]))
+        await imported(db, files, base_export(sessions=[export_session(visibility="private")], locations=[]))
         scope = CampaignScope(campaign_id=files.ids("@c"))
         page = await list_changes(db, scope=scope, limit=None, cursor=None)
         assert (page.items, page.has_more, page.next_cursor) == ([], False, encode_cursor(Cursor(offset=0)))
@@ -120,19 +122,22 @@ class TestWhatLeavesNoTrace:
         _, cursor = await read_feed(db, files)
         digests = await body_digests(db, files)
         changed = base_export(
-            campaigns=[campaign(), campaign("@c2", name="Other")],
+            campaigns=[export_campaign(), export_campaign("@c2", name="Other")],
             sessions=[
                 # Inside GM-only text, and a GM-only section added.
-                session("@s1", summary="# One\n\n:::gm\nanother secret\n:::\n\n## GM notes\n\nmore\n"),
-                session("@s2", title="Two"),
+                export_session("@s1", summary="# One\n\n:::gm\nanother secret\n:::\n\n## GM notes\n\nmore\n"),
+                export_session("@s2", title="Two"),
                 # Never visible: edited, and a new one.
-                session("@s-private", visibility="private", title="Renamed", summary="changed"),
-                session("@s-new-private", visibility="private"),
-                session("@s-other", campaign_id="@c2"),
+                export_session("@s-private", visibility="private", title="Renamed", summary="changed"),
+                export_session("@s-new-private", visibility="private"),
+                export_session("@s-other", campaign_id="@c2"),
             ],
-            locations=[entity("@l1", sort_order=9), entity("@l-hidden", hidden_from_wiki=True, name="Moved")],
-            characters=[entity("@ch1", name="Mira")],
-            items=[entity("@i-hidden", name="Key", hidden_from_wiki=True, description="now described")],
+            locations=[
+                export_entity("@l1", sort_order=9),
+                export_entity("@l-hidden", hidden_from_wiki=True, name="Moved"),
+            ],
+            characters=[export_entity("@ch1", name="Mira")],
+            items=[export_entity("@i-hidden", name="Key", hidden_from_wiki=True, description="now described")],
         )
         await imported(db, files, changed)
         entries, _ = await read_feed(db, files, cursor=cursor)
@@ -157,7 +162,7 @@ class TestWhatIsAnnounced:
         await imported(db, files, MIXED)
         _, cursor = await read_feed(db, files)
         for title in ("Two, revised", "Two, final"):
-            await imported(db, files, base_export(sessions=[session("@s2", title=title)], locations=[]))
+            await imported(db, files, base_export(sessions=[export_session("@s2", title=title)], locations=[]))
         entries, _ = await read_feed(db, files, cursor=cursor)
         assert triples(entries, files) == [("session", "@s2", "upsert")]
         from_start, _ = await read_feed(db, files)
@@ -166,12 +171,12 @@ class TestWhatIsAnnounced:
     @pytest.mark.parametrize(
         "change",
         [
-            pytest.param({"sessions": [session("@s2", title="Two", visibility="private")]}, id="made-private"),
-            pytest.param({"locations": [entity("@l1", sort_order=1, hidden_from_wiki=True)]}, id="hidden"),
+            pytest.param({"sessions": [export_session("@s2", title="Two", visibility="private")]}, id="made-private"),
+            pytest.param({"locations": [export_entity("@l1", sort_order=1, hidden_from_wiki=True)]}, id="hidden"),
             pytest.param(
                 {
-                    "campaigns": [campaign(), campaign("@c2")],
-                    "characters": [entity("@ch1", name="Mira", campaign_id="@c2")],
+                    "campaigns": [export_campaign(), export_campaign("@c2")],
+                    "characters": [export_entity("@ch1", name="Mira", campaign_id="@c2")],
                 },
                 id="moved-to-another-campaign",
             ),
@@ -190,8 +195,10 @@ class TestWhatIsAnnounced:
 
     async def test_moved_record_is_an_upsert_in_its_new_campaign(self, db: AsyncSession, files: ExportFiles) -> None:
         await imported(db, files, MIXED)
-        moved = entity("@ch1", name="Mira", campaign_id="@c2")
-        await imported(db, files, base_export(campaigns=[campaign(), campaign("@c2")], characters=[moved]))
+        moved = export_entity("@ch1", name="Mira", campaign_id="@c2")
+        await imported(
+            db, files, base_export(campaigns=[export_campaign(), export_campaign("@c2")], characters=[moved])
+        )
         entries, _ = await read_feed(db, files, campaign_id="@c2")
         assert triples(entries, files) == [("session", "@s-other", "upsert"), ("character", "@ch1", "upsert")]
 
@@ -210,10 +217,10 @@ class TestWhatIsAnnounced:
         self, db: AsyncSession, files: ExportFiles
     ) -> None:
         await imported(db, files, MIXED)
-        hidden = base_export(sessions=[], locations=[entity("@l1", sort_order=1, hidden_from_wiki=True)])
+        hidden = base_export(sessions=[], locations=[export_entity("@l1", sort_order=1, hidden_from_wiki=True)])
         await imported(db, files, hidden)
         _, cursor = await read_feed(db, files)
-        await imported(db, files, base_export(sessions=[], locations=[entity("@l1", sort_order=1)]))
+        await imported(db, files, base_export(sessions=[], locations=[export_entity("@l1", sort_order=1)]))
         entries, _ = await read_feed(db, files, cursor=cursor)
         assert triples(entries, files) == [("location", "@l1", "upsert")]
 
@@ -256,7 +263,10 @@ class TestFailedImports:
         await imported(db, files, MIXED)
         before_feed, cursor = await read_feed(db, files)
         before = await body_digests(db, files)
-        broken = {**MIXED, "sessions": [session("@s2", title="Changed"), session("@bad", visibility="everyone")]}
+        broken = {
+            **MIXED,
+            "sessions": [export_session("@s2", title="Changed"), export_session("@bad", visibility="everyone")],
+        }
         with pytest.raises(InvalidExport, match="visibility"):
             async with db.begin_nested():
                 await imported(db, files, broken, replace=True)
@@ -274,7 +284,7 @@ class TestRenderingsOfOlderRenderers:
         for array in ("sessions", "locations", "characters", "items"):
             ids = [files.ids(record["id"]) for record in MIXED[array]]
             await age_renderings(db, array=array, record_ids=ids)
-        users_only = files.write({"users": [user()]}, "users.json")
+        users_only = files.write({"users": [export_user()]}, "users.json")
         summary = await import_campaign_export(db, source=users_only)
         assert summary.rerendered_records == 8
         versions = await db.execute(

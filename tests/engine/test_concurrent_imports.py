@@ -72,24 +72,24 @@ class FeedClient:
         self.seen: list[tuple[str, int]] = []  # (id, seq) in the order read
 
     async def poll(self) -> None:
-        async with self.database.reader() as reader:
-            while True:
-                page = await list_changes(reader, scope=CampaignScope(campaign_id="c"), limit=100, cursor=self.cursor)
-                self.seen += [(entry.id, entry.seq) for entry in page.items]
-                self.cursor = page.next_cursor
-                if not page.has_more:
-                    return
+        reader = self.database.reader
+        while True:
+            page = await list_changes(reader, scope=CampaignScope(campaign_id="c"), limit=100, cursor=self.cursor)
+            self.seen += [(entry.id, entry.seq) for entry in page.items]
+            self.cursor = page.next_cursor
+            if not page.has_more:
+                return
 
     async def everything(self) -> list[Any]:
         entries: list[Any] = []
         cursor = None
-        async with self.database.reader() as reader:
-            while True:
-                page = await list_changes(reader, scope=CampaignScope(campaign_id="c"), limit=100, cursor=cursor)
-                entries += page.items
-                cursor = page.next_cursor
-                if not page.has_more:
-                    return entries
+        reader = self.database.reader
+        while True:
+            page = await list_changes(reader, scope=CampaignScope(campaign_id="c"), limit=100, cursor=cursor)
+            entries += page.items
+            cursor = page.next_cursor
+            if not page.has_more:
+                return entries
 
 
 def start_import(cli: Cli, path: Path) -> subprocess.Popen[str]:

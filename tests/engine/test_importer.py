@@ -20,17 +20,8 @@ from engine.export_format import MAX_MARKDOWN_BYTES
 from engine.importer import BATCH_SIZE, ImportSummary, import_campaign_export
 from engine.record_writer import WriteCounts, WriteProgress
 from engine.tables import Campaign, Character, Item, Location, Session
-from tests.engine.exports import (
-    ALL_TABLES,
-    DEMO_EXPORT,
-    DROP,
-    ExportFiles,
-    base_export,
-    campaign,
-    entity,
-    session,
-    user,
-)
+from tests.engine.exports import ALL_TABLES, DEMO_EXPORT, ExportFiles
+from tests.factories import DROP, base_export, export_campaign, export_entity, export_session, export_user
 
 
 async def row_counts(db: AsyncSession) -> dict[str, int]:
@@ -56,19 +47,19 @@ class TestImport:
     async def test_counts_and_values(self, db: AsyncSession, files: ExportFiles) -> None:
         export = base_export(
             sessions=[
-                session(
+                export_session(
                     "@s1",
                     recording_date="2024-05-01T21:00:00+02:00",
                     created_at="2024-05-02T08:00:00Z",
                     updated_at=None,
                     summary="# Recap",
                 ),
-                session("@s2", visibility="private", status="weird-status", session_type="text_doc"),
+                export_session("@s2", visibility="private", status="weird-status", session_type="text_doc"),
             ],
-            locations=[entity("@l1", sort_order=None, icon="🏰")],
-            characters=[entity("@ch", name="Tamsin", type="pc", hidden_from_wiki=True, sort_order=-3)],
-            factions=[entity("@f", name="Compact", type="guild")],
-            items=[entity("@i", name="Ember Key", type="key", image_url="https://example.com/key.png")],
+            locations=[export_entity("@l1", sort_order=None, icon="🏰")],
+            characters=[export_entity("@ch", name="Tamsin", type="pc", hidden_from_wiki=True, sort_order=-3)],
+            factions=[export_entity("@f", name="Compact", type="guild")],
+            items=[export_entity("@i", name="Ember Key", type="key", image_url="https://example.com/key.png")],
         )
         summary = await import_campaign_export(db, source=files.write(export))
 
@@ -105,10 +96,12 @@ class TestImport:
         assert owner.owner_id == files.ids("@u")
 
     async def test_reimport_updates_by_id(self, db: AsyncSession, files: ExportFiles) -> None:
-        dated = session(recording_date="2024-05-01T19:00:00+00:00")
+        dated = export_session(recording_date="2024-05-01T19:00:00+00:00")
         await import_campaign_export(db, source=files.write(base_export(sessions=[dated])))
-        renamed = session(title="Smoke, revised", recording_date=None)
-        export = base_export(sessions=[renamed, session("@s2")], locations=[entity(name="Emberhold (ruined)")])
+        renamed = export_session(title="Smoke, revised", recording_date=None)
+        export = base_export(
+            sessions=[renamed, export_session("@s2")], locations=[export_entity(name="Emberhold (ruined)")]
+        )
 
         summary = await import_campaign_export(db, source=files.write(export))
 
@@ -125,11 +118,11 @@ class TestImport:
 
     async def test_arrays_in_any_order(self, db: AsyncSession, files: ExportFiles) -> None:
         export = {
-            "items": [entity("@i")],
-            "sessions": [session()],
-            "locations": [entity()],
-            "campaigns": [campaign()],
-            "users": [user()],
+            "items": [export_entity("@i")],
+            "sessions": [export_session()],
+            "locations": [export_entity()],
+            "campaigns": [export_campaign()],
+            "users": [export_user()],
         }
         summary = await import_campaign_export(db, source=files.write(export))
         assert counts(summary) == {
@@ -141,26 +134,26 @@ class TestImport:
         }
 
     async def test_campaign_without_owner(self, db: AsyncSession, files: ExportFiles) -> None:
-        export = {"campaigns": [campaign(owner_id=None)], "sessions": [session()]}
+        export = {"campaigns": [export_campaign(owner_id=None)], "sessions": [export_session()]}
         await import_campaign_export(db, source=files.write(export))
         assert (await fetch(db, Campaign, files.ids("@c"))).owner_id is None
 
     async def test_parent_listed_later(self, db: AsyncSession, files: ExportFiles) -> None:
-        child = entity("@child", name="Antechamber", parent_id="@vault")
-        parent = entity("@vault", name="Ninth Vault", hidden_from_wiki=True, parent_id="@l1")
-        export = base_export(locations=[child, parent, entity()])
+        child = export_entity("@child", name="Antechamber", parent_id="@vault")
+        parent = export_entity("@vault", name="Ninth Vault", hidden_from_wiki=True, parent_id="@l1")
+        export = base_export(locations=[child, parent, export_entity()])
         await import_campaign_export(db, source=files.write(export))
         assert (await fetch(db, Location, files.ids("@child"))).parent_id == files.ids("@vault")
         assert (await fetch(db, Location, files.ids("@vault"))).parent_id == files.ids("@l1")
 
     async def test_parent_already_stored(self, db: AsyncSession, files: ExportFiles) -> None:
         await import_campaign_export(db, source=files.write(base_export(), "first.json"))
-        later = {"locations": [entity("@child", parent_id="@l1")]}
+        later = {"locations": [export_entity("@child", parent_id="@l1")]}
         summary = await import_campaign_export(db, source=files.write(later, "later.json"))
         assert counts(summary) == {"locations": (1, 0, 0)}
 
     async def test_batches_and_progress(self, db: AsyncSession, files: ExportFiles) -> None:
-        many = [session(f"@s{n}", summary="x" * 100) for n in range(BATCH_SIZE * 2 + 34)]
+        many = [export_session(f"@s{n}", summary="x" * 100) for n in range(BATCH_SIZE * 2 + 34)]
         reported: list[WriteProgress] = []
         summary = await import_campaign_export(
             db, source=files.write(base_export(sessions=many)), progress=reported.append
@@ -191,104 +184,104 @@ class TestImport:
 # (export, expected message): the message names the array, index, id and field.
 BAD_EXPORTS: dict[str, tuple[dict[str, Any], str]] = {
     "missing required field": (
-        base_export(sessions=[session(), session("@bad", title=DROP)]),
+        base_export(sessions=[export_session(), export_session("@bad", title=DROP)]),
         'sessions[1] (id "@bad"): title: required field is missing',
     ),
     "bad timestamp": (
-        base_export(sessions=[session(), session("@bad", recording_date="last Tuesday")]),
+        base_export(sessions=[export_session(), export_session("@bad", recording_date="last Tuesday")]),
         "sessions[1] (id \"@bad\"): recording_date: not an ISO 8601 timestamp: 'last Tuesday'",
     ),
     "naive timestamp": (
-        base_export(sessions=[session(), session("@bad", created_at="2024-05-01T19:00:00")]),
+        base_export(sessions=[export_session(), export_session("@bad", created_at="2024-05-01T19:00:00")]),
         'sessions[1] (id "@bad"): created_at: timestamp must include a UTC offset',
     ),
     "number as timestamp": (
-        base_export(sessions=[session(), session("@bad", updated_at=1714590000)]),
+        base_export(sessions=[export_session(), export_session("@bad", updated_at=1714590000)]),
         'sessions[1] (id "@bad"): updated_at: timestamp must be an ISO 8601 string or null',
     ),
     "unknown campaign": (
-        base_export(sessions=[session(), session("@bad", campaign_id="@nope")]),
+        base_export(sessions=[export_session(), export_session("@bad", campaign_id="@nope")]),
         'sessions[1] (id "@bad"): campaign_id: unknown campaign "@nope"',
     ),
     "title is a number": (
-        base_export(sessions=[session(), session("@bad", title=5)]),
+        base_export(sessions=[export_session(), export_session("@bad", title=5)]),
         'sessions[1] (id "@bad"): title: Input should be a valid string',
     ),
     "sort_order is a string": (
-        base_export(locations=[entity(), entity("@bad", sort_order="x")]),
+        base_export(locations=[export_entity(), export_entity("@bad", sort_order="x")]),
         'locations[1] (id "@bad"): sort_order: Input should be a valid integer',
     ),
     "sort_order is a bool": (
-        base_export(locations=[entity(), entity("@bad", sort_order=True)]),
+        base_export(locations=[export_entity(), export_entity("@bad", sort_order=True)]),
         'locations[1] (id "@bad"): sort_order: Input should be a valid integer',
     ),
     "sort_order is a fraction": (
-        base_export(locations=[entity(), entity("@bad", sort_order=1.5)]),
+        base_export(locations=[export_entity(), export_entity("@bad", sort_order=1.5)]),
         'locations[1] (id "@bad"): sort_order: Input should be a valid integer',
     ),
     "hidden_from_wiki is a string": (
-        base_export(locations=[entity(), entity("@bad", hidden_from_wiki="yes")]),
+        base_export(locations=[export_entity(), export_entity("@bad", hidden_from_wiki="yes")]),
         'locations[1] (id "@bad"): hidden_from_wiki: Input should be a valid boolean',
     ),
     "bad visibility": (
-        base_export(sessions=[session(), session("@bad", visibility="friends")]),
+        base_export(sessions=[export_session(), export_session("@bad", visibility="friends")]),
         "sessions[1] (id \"@bad\"): visibility: Input should be 'public' or 'private'",
     ),
     "unknown parent": (
-        base_export(locations=[entity(), entity("@bad", parent_id="@nowhere")]),
+        base_export(locations=[export_entity(), export_entity("@bad", parent_id="@nowhere")]),
         'locations[1] (id "@bad"): parent_id: unknown location "@nowhere"',
     ),
     "parent in another campaign": (
         base_export(
-            campaigns=[campaign(), campaign("@c2")],
-            locations=[entity("@l2", campaign_id="@c2"), entity("@bad", parent_id="@l2")],
+            campaigns=[export_campaign(), export_campaign("@c2")],
+            locations=[export_entity("@l2", campaign_id="@c2"), export_entity("@bad", parent_id="@l2")],
         ),
         'locations[1] (id "@bad"): parent_id: location "@l2" belongs to another campaign',
     ),
     "own parent": (
-        base_export(locations=[entity(), entity("@bad", parent_id="@bad")]),
+        base_export(locations=[export_entity(), export_entity("@bad", parent_id="@bad")]),
         'locations[1] (id "@bad"): parent_id: a location cannot be its own parent',
     ),
     "unknown field": (
-        base_export(sessions=[session(), session("@bad", colour="red")]),
+        base_export(sessions=[export_session(), export_session("@bad", colour="red")]),
         'sessions[1] (id "@bad"): colour: unknown field',
     ),
     "parent_id on a character": (
-        base_export(characters=[entity("@bad", parent_id="@l1")]),
+        base_export(characters=[export_entity("@bad", parent_id="@l1")]),
         'characters[0] (id "@bad"): parent_id: unknown field',
     ),
     "empty id": (
-        base_export(sessions=[session(), session("")]),
+        base_export(sessions=[export_session(), export_session("")]),
         "sessions[1]: id: String should have at least 1 character",
     ),
     "id too long": (
-        base_export(users=[user(), user("x" * 65)]),
+        base_export(users=[export_user(), export_user("x" * 65)]),
         'users[1] (id "' + "x" * 65 + '"): id: String should have at most 64 characters',
     ),
     "summary over the size limit": (
-        base_export(sessions=[session(), session("@bad", summary="é" * (MAX_MARKDOWN_BYTES // 2) + "x")]),
+        base_export(sessions=[export_session(), export_session("@bad", summary="é" * (MAX_MARKDOWN_BYTES // 2) + "x")]),
         f'sessions[1] (id "@bad"): summary: Markdown of {MAX_MARKDOWN_BYTES + 1} bytes is over the limit of '
         f"{MAX_MARKDOWN_BYTES} bytes (256 KB)",
     ),
     "description over the size limit": (
-        base_export(items=[entity("@bad", description="x" * (MAX_MARKDOWN_BYTES + 1))]),
+        base_export(items=[export_entity("@bad", description="x" * (MAX_MARKDOWN_BYTES + 1))]),
         f'items[0] (id "@bad"): description: Markdown of {MAX_MARKDOWN_BYTES + 1} bytes is over the limit of '
         f"{MAX_MARKDOWN_BYTES} bytes (256 KB)",
     ),
     "id missing": (
-        base_export(users=[user(), user(DROP)]),
+        base_export(users=[export_user(), export_user(DROP)]),
         "users[1]: id: required field is missing",
     ),
     "duplicate id": (
-        base_export(sessions=[session(), session("@s1")]),
+        base_export(sessions=[export_session(), export_session("@s1")]),
         'sessions[1] (id "@s1"): id: already used by sessions[0]',
     ),
     "unknown owner": (
-        base_export(campaigns=[campaign(), campaign("@bad", owner_id="@ghost")]),
+        base_export(campaigns=[export_campaign(), export_campaign("@bad", owner_id="@ghost")]),
         'campaigns[1] (id "@bad"): owner_id: unknown user "@ghost"',
     ),
     "record is not an object": (
-        base_export(sessions=[session(), "oops"]),
+        base_export(sessions=[export_session(), "oops"]),
         "sessions[1]: a record must be a JSON object",
     ),
     "array is not an array": (
@@ -315,8 +308,8 @@ class TestInvalidExport:
         assert await row_counts(db) == before
 
     async def test_failure_after_flushed_batches_writes_nothing(self, db: AsyncSession, files: ExportFiles) -> None:
-        many = [session(f"@s{n}") for n in range(BATCH_SIZE * 2)]
-        export = base_export(sessions=[*many, session("@bad", visibility="everyone")])
+        many = [export_session(f"@s{n}") for n in range(BATCH_SIZE * 2)]
+        export = base_export(sessions=[*many, export_session("@bad", visibility="everyone")])
         before = await row_counts(db)
         with pytest.raises(InvalidExport, match=rf"sessions\[{len(many)}\] .*visibility"):
             async with db.begin_nested():

@@ -6,14 +6,20 @@ import pytest
 from sqlalchemy import select
 from sqlalchemy.ext.asyncio import AsyncSession
 
+from engine.db import Reader
 from engine.errors import InvalidApiKey, ServiceUnavailable
-from engine.keys import KeyVerifier, create_api_key, list_api_keys, revoke_api_key, verify_api_key
+from engine.keys import KeyVerifier, VerifiedKey, create_api_key, list_api_keys, revoke_api_key
 from engine.settings import Settings
 from engine.tables import ApiKey
 from tests.conftest import TEST_PEPPER
 from tests.factories import add_campaign
 
 PEPPER = TEST_PEPPER.encode()
+
+
+async def verify_once(db: Reader, *, token: str, pepper: bytes | None) -> VerifiedKey:
+    """One verification against the store, remembering nothing."""
+    return await KeyVerifier(pepper=pepper, fresh_s=0, stale_s=0).verify(db, token=token)
 
 
 @pytest.fixture
@@ -27,7 +33,7 @@ async def issued(db: AsyncSession) -> tuple[str, str, str]:
 class TestVerify:
     async def test_valid_key_gives_campaign_and_owner(self, db: AsyncSession, issued: tuple[str, str, str]) -> None:
         token, campaign_id, owner_id = issued
-        verified = await verify_api_key(db, token=token, pepper=PEPPER)
+        verified = await verify_once(db, token=token, pepper=PEPPER)
         assert (verified.campaign_id, verified.owner_id) == (campaign_id, owner_id)
         assert token.startswith(f"cpk_{verified.key_id}_")
 
@@ -40,12 +46,12 @@ class TestVerify:
         token = issued[0]
         last = "A" if token[-1] != "A" else "B"
         with pytest.raises(InvalidApiKey):
-            await verify_api_key(db, token=token[:-1] + last, pepper=PEPPER)
+            await verify_once(db, token=token[:-1] + last, pepper=PEPPER)
 
     async def test_unknown_key_id(self, db: AsyncSession, issued: tuple[str, str, str]) -> None:
         token = issued[0]
         with pytest.raises(InvalidApiKey):
-            await verify_api_key(db, token="cpk_aaaaaaaaaaaa" + token[16:], pepper=PEPPER)
+            await verify_once(db, token="cpk_aaaaaaaaaaaa" + token[16:], pepper=PEPPER)
 
     @pytest.mark.parametrize(
         "token",
@@ -61,21 +67,21 @@ class TestVerify:
     )
     async def test_malformed(self, db: AsyncSession, token: str) -> None:
         with pytest.raises(InvalidApiKey):
-            await verify_api_key(db, token=token, pepper=PEPPER)
+            await verify_once(db, token=token, pepper=PEPPER)
 
     async def test_revoked(self, db: AsyncSession, issued: tuple[str, str, str]) -> None:
         token = issued[0]
         key_id = token[4:16]
         assert await revoke_api_key(db, key_id=key_id) is True
         with pytest.raises(InvalidApiKey):
-            await verify_api_key(db, token=token, pepper=PEPPER)
+            await verify_once(db, token=token, pepper=PEPPER)
 
     async def test_revoke_unknown_is_false(self, db: AsyncSession) -> None:
         assert await revoke_api_key(db, key_id="aaaaaaaaaaaa") is False
 
     async def test_missing_pepper_cannot_complete(self, db: AsyncSession, issued: tuple[str, str, str]) -> None:
         with pytest.raises(ServiceUnavailable):
-            await verify_api_key(db, token=issued[0], pepper=None)
+            await verify_once(db, token=issued[0], pepper=None)
 
     @pytest.mark.parametrize("configured", [None, "", "x" * 31])
     def test_short_or_missing_pepper_is_unusable(self, configured: str | None) -> None:
@@ -87,7 +93,7 @@ class TestVerify:
 
     async def test_other_pepper_fails(self, db: AsyncSession, issued: tuple[str, str, str]) -> None:
         with pytest.raises(InvalidApiKey):
-            await verify_api_key(db, token=issued[0], pepper=b"x" * 40)
+            await verify_once(db, token=issued[0], pepper=b"x" * 40)
 
 
 class TestFreshLookup:
@@ -116,12 +122,11 @@ class TestFreshLookup:
         verifier = KeyVerifier(pepper=PEPPER, fresh_s=60, stale_s=300)
         verified = await verifier.verify(db, token=token)
         # The same entries under another pepper: the secret's HMAC differs, nothing matches.
-        other = KeyVerifier(pepper=b"y" * 40, fresh_s=60, stale_s=300)
-        other._verified = verifier._verified
-        assert other.fresh(token) is None
-        unconfigured = KeyVerifier(pepper=None, fresh_s=60, stale_s=300)
-        unconfigured._verified = verifier._verified
-        assert unconfigured.fresh(token) is None
+        verifier.pepper = b"y" * 40
+        assert verifier.fresh(token) is None
+        verifier.pepper = None
+        assert verifier.fresh(token) is None
+        verifier.pepper = PEPPER
         assert verifier.fresh(token) == verified
 
     async def test_an_entry_past_fresh_s_is_not_fresh(self, db: AsyncSession, issued: tuple[str, str, str]) -> None:

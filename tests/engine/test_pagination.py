@@ -2,8 +2,8 @@ from __future__ import annotations
 
 import pytest
 
-from engine.errors import ErrorCode, InvalidLimit
-from engine.pagination import DEFAULT_LIMIT, LIMIT_MESSAGE, MAX_LIMIT, Page, clamp_limit, parse_limit
+from engine.errors import INVALID_LIMIT_TEXT, ErrorCode, InvalidLimit
+from engine.pagination import DEFAULT_LIMIT, MAX_LIMIT, Page, clamp_limit, parse_limit
 
 
 class TestParseLimit:
@@ -96,7 +96,7 @@ class TestParseLimit:
     def test_error_message_and_code(self) -> None:
         with pytest.raises(InvalidLimit) as caught:
             parse_limit("abc")
-        assert str(caught.value) == LIMIT_MESSAGE == "limit must be a positive integer"
+        assert str(caught.value) == INVALID_LIMIT_TEXT == "limit must be a positive integer"
         assert caught.value.code is ErrorCode.INVALID_LIMIT
 
 

@@ -18,8 +18,9 @@ import pytest
 from sqlalchemy.engine import make_url
 
 from engine import records
-from engine.db import Database, ReadFailed, fetch
+from engine.db import Database, fetch
 from engine.metrics import DATABASE_ERRORS
+from engine.read_pool import ReadFailed
 from engine.records import EntityKind, Shape
 from engine.settings import Settings
 from engine.statements import ReadStatement
@@ -85,8 +86,8 @@ async def test_driver_rows_equal_sqlalchemy_rows_for_every_shape(database: Datab
         async with database.session() as session:
             expected = [tuple(row) for row in await fetch(session, statement, parameters)]
             expected_keys = list((await session.execute(statement.statement, parameters)).keys())
-        async with database.reader() as reader:
-            rows = await reader.fetch(statement, parameters)
+        reader = database.reader
+        rows = await reader.fetch(statement, parameters)
         assert expected, name  # every case reads something, so equality means something
         assert [tuple(row) for row in rows] == expected, name
         assert list(rows[0]._fields) == expected_keys, name
@@ -99,13 +100,13 @@ async def test_driver_rows_equal_sqlalchemy_rows_for_every_shape(database: Datab
 async def test_seek_rows_follow_the_list_order(database: Database, campaign_id: str) -> None:
     """The seek shape returns the rows after the key in list order, as the offset shape does."""
     page = {"campaign_id": campaign_id, "size": 100}
-    async with database.reader() as reader:
-        everything = await reader.fetch(records._session_page(False, False, Shape.FIRST), page)
-        third = everything[2]
-        after = await reader.fetch(
-            records._session_page(False, False, Shape.SEEK if third.recording_date else Shape.SEEK_NULL),
-            {**page, "after_date": third.recording_date, "after_id": third.id},
-        )
+    reader = database.reader
+    everything = await reader.fetch(records._session_page(False, False, Shape.FIRST), page)
+    third = everything[2]
+    after = await reader.fetch(
+        records._session_page(False, False, Shape.SEEK if third.recording_date else Shape.SEEK_NULL),
+        {**page, "after_date": third.recording_date, "after_id": third.id},
+    )
     assert [row.id for row in after] == [row.id for row in everything[3:]]
 
 
@@ -120,8 +121,8 @@ async def test_a_connection_the_database_dropped_is_replaced_without_an_error(po
     settings = Settings(_env_file=None, database_url=postgres_url, api_key_pepper=TEST_PEPPER)  # type: ignore[call-arg]
     database = Database(settings)
     try:
-        async with database.reader() as reader:
-            await reader.fetch(records._session_page(False, False, Shape.FIRST), {"campaign_id": "none", "size": 1})
+        reader = database.reader
+        await reader.fetch(records._session_page(False, False, Shape.FIRST), {"campaign_id": "none", "size": 1})
         # The pooled connection's server process is ended, as a database restart would.
         url = make_url(settings.database_url).set(drivername="postgresql")
         with psycopg.connect(url.render_as_string(hide_password=False), autocommit=True) as admin:
@@ -131,9 +132,9 @@ async def test_a_connection_the_database_dropped_is_replaced_without_an_error(po
             ).fetchone()
         assert ended is not None and ended[0] >= 1
         errors_before = DATABASE_ERRORS._value.get()
-        async with database.reader() as reader:
-            first_page = records._session_page(False, False, Shape.FIRST)
-            rows = await reader.fetch(first_page, {"campaign_id": "none", "size": 1})
+        reader = database.reader
+        first_page = records._session_page(False, False, Shape.FIRST)
+        rows = await reader.fetch(first_page, {"campaign_id": "none", "size": 1})
         assert rows == []
         # The dropped connection's error was counted, then the read ran on a new one.
         assert DATABASE_ERRORS._value.get() == errors_before + 1
@@ -150,9 +151,9 @@ async def test_an_unreachable_database_is_a_read_failure() -> None:
     )
     database = Database(settings)
     try:
-        async with database.reader() as reader:
-            with pytest.raises(ReadFailed):
-                await reader.fetch(records._session_by_id(True, True), {"record_id": "s", "campaign_id": "c"})
+        reader = database.reader
+        with pytest.raises(ReadFailed):
+            await reader.fetch(records._session_by_id(True, True), {"record_id": "s", "campaign_id": "c"})
         with pytest.raises(ReadFailed):
             await database.ping()
     finally:

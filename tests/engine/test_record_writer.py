@@ -18,8 +18,8 @@ from engine.rendering import CURRENT_RENDERER, RenderJob, RenderPool
 from engine.renderings import count_stale_renderings
 from engine.tables import Location, Session
 from engine.upgrade import upgrade_renderings
-from tests.engine.exports import ExportFiles, base_export, entity, session
-from tests.factories import STALE_MARKDOWN, age_renderings
+from tests.engine.exports import ExportFiles
+from tests.factories import STALE_MARKDOWN, age_renderings, base_export, export_entity, export_session
 
 SUMMARY = "# Recap\n\nThe **bridge** fell.\n\n:::gm\nThe GM's twist.\n:::\n"
 
@@ -32,7 +32,7 @@ async def stored(db: AsyncSession, table: Any, record_id: str) -> Any:
 
 class TestRenderedOnce:
     async def test_stored_rendering_digests_and_version(self, db: AsyncSession, files: ExportFiles) -> None:
-        await import_campaign_export(db, source=files.write(base_export(sessions=[session(summary=SUMMARY)])))
+        await import_campaign_export(db, source=files.write(base_export(sessions=[export_session(summary=SUMMARY)])))
         row = await stored(db, Session, files.ids("@s1"))
         public = render_public(SUMMARY)
         assert (row.summary_markdown, row.summary_text) == (public.markdown, public.text)
@@ -42,10 +42,10 @@ class TestRenderedOnce:
         assert row.body_digest == digest_of(body_of("session", row.model_dump()))
 
     async def test_unchanged_markdown_is_not_rendered_again(self, db: AsyncSession, files: ExportFiles) -> None:
-        await import_campaign_export(db, source=files.write(base_export(sessions=[session(summary=SUMMARY)])))
+        await import_campaign_export(db, source=files.write(base_export(sessions=[export_session(summary=SUMMARY)])))
         before = await stored(db, Session, files.ids("@s1"))
         digest, markdown = before.body_digest, before.summary_markdown
-        renamed = base_export(sessions=[session(summary=SUMMARY, title="Renamed")])
+        renamed = base_export(sessions=[export_session(summary=SUMMARY, title="Renamed")])
         summary = await import_campaign_export(db, source=files.write(renamed, "renamed.json"))
         assert (summary.rendered_records, summary.counts["sessions"].updated) == (0, 1)
         after = await stored(db, Session, files.ids("@s1"))
@@ -53,17 +53,17 @@ class TestRenderedOnce:
         assert after.body_digest == digest_of(body_of("session", after.model_dump())) != digest
 
     async def test_a_change_outside_the_body_keeps_the_digest(self, db: AsyncSession, files: ExportFiles) -> None:
-        await import_campaign_export(db, source=files.write(base_export(locations=[entity(sort_order=1)])))
+        await import_campaign_export(db, source=files.write(base_export(locations=[export_entity(sort_order=1)])))
         digest = (await stored(db, Location, files.ids("@l1"))).body_digest
-        moved = base_export(locations=[entity(sort_order=2)])
+        moved = base_export(locations=[export_entity(sort_order=2)])
         summary = await import_campaign_export(db, source=files.write(moved, "moved.json"))
         assert (summary.rendered_records, summary.counts["locations"].updated) == (0, 1)
         row = await stored(db, Location, files.ids("@l1"))
         assert (row.sort_order, row.body_digest) == (2, digest)
 
     async def test_changed_markdown_is_rendered(self, db: AsyncSession, files: ExportFiles) -> None:
-        await import_campaign_export(db, source=files.write(base_export(sessions=[session(summary=SUMMARY)])))
-        edited = base_export(sessions=[session(summary=SUMMARY + "\nA new paragraph.\n")])
+        await import_campaign_export(db, source=files.write(base_export(sessions=[export_session(summary=SUMMARY)])))
+        edited = base_export(sessions=[export_session(summary=SUMMARY + "\nA new paragraph.\n")])
         summary = await import_campaign_export(db, source=files.write(edited, "edited.json"))
         assert summary.rendered_records == 1
         assert (await stored(db, Session, files.ids("@s1"))).summary_markdown.endswith("A new paragraph.\n")
@@ -99,7 +99,7 @@ async def make_stale(db: AsyncSession, files: ExportFiles, *, version: int = 0) 
 
 class TestStaleRenderings:
     async def test_reads_of_stored_markdown_refuse_them(self, db: AsyncSession, files: ExportFiles) -> None:
-        await import_campaign_export(db, source=files.write(base_export(sessions=[session(summary=SUMMARY)])))
+        await import_campaign_export(db, source=files.write(base_export(sessions=[export_session(summary=SUMMARY)])))
         await make_stale(db, files)
         scope = CampaignScope(campaign_id=files.ids("@c"))
         with pytest.raises(FetchFailed, match="Failed to fetch session"):
@@ -114,7 +114,7 @@ class TestStaleRenderings:
         assert await count_stale_renderings(db) == 2
 
     async def test_upgrade_renders_them_again(self, db: AsyncSession, files: ExportFiles) -> None:
-        await import_campaign_export(db, source=files.write(base_export(sessions=[session(summary=SUMMARY)])))
+        await import_campaign_export(db, source=files.write(base_export(sessions=[export_session(summary=SUMMARY)])))
         await make_stale(db, files)
         assert (await stored(db, Session, files.ids("@s1"))).summary_markdown == STALE_MARKDOWN
         rerendered = await upgrade_renderings(db)

@@ -19,6 +19,7 @@ import redis.asyncio
 from redis.exceptions import ConnectionError as RedisConnectionError
 from redis.exceptions import ResponseError
 
+from engine.limiter_redis import limiter_redis
 from engine.script_batches import ScriptBatches
 from tests.contract.redis_process import RedisProcess, own_redis
 
@@ -48,7 +49,7 @@ def inspector(server: RedisProcess) -> Iterator[redis.Redis]:
 
 @pytest.fixture
 async def client(server: RedisProcess) -> AsyncIterator[redis.asyncio.Redis]:
-    client = redis.asyncio.Redis.from_url(server.url, socket_timeout=1, socket_connect_timeout=1)
+    client = limiter_redis(server.url, pool_size=4, timeout_s=1).client
     yield client
     await client.aclose()
 
@@ -145,7 +146,7 @@ async def test_a_lost_server_fails_every_call_then_serves_again(server: RedisPro
 
 
 async def test_a_connection_dropped_since_is_replaced_without_an_error(server: RedisProcess) -> None:
-    client = redis.asyncio.Redis.from_url(server.url, socket_timeout=1, socket_connect_timeout=1)
+    client = limiter_redis(server.url, pool_size=4, timeout_s=1).client
     batches = ScriptBatches(client, ADD, deadline_s=DEADLINE_S)
     try:
         assert await batches.call(["restart"], [1]) == 1  # leaves a connection in the pool

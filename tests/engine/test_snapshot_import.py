@@ -13,7 +13,8 @@ from engine.errors import InvalidExport
 from engine.importer import import_campaign_export
 from engine.keys import create_api_key
 from engine.tables import ApiKey, Character, Faction, Item, Location, Session, User
-from tests.engine.exports import ExportFiles, base_export, campaign, entity, session, user
+from tests.engine.exports import ExportFiles
+from tests.factories import base_export, export_campaign, export_entity, export_session, export_user
 
 RECORD_TABLES: dict[str, Any] = {
     "sessions": Session,
@@ -25,13 +26,17 @@ RECORD_TABLES: dict[str, Any] = {
 
 # Campaign @c with two of everything; campaign @other with one session.
 FULL = base_export(
-    users=[user(), user("@u2", name="Player")],
-    campaigns=[campaign(), campaign("@other", name="Other")],
-    sessions=[session("@s1"), session("@s2", visibility="private"), session("@s-other", campaign_id="@other")],
-    locations=[entity("@l1"), entity("@l2", parent_id="@l1")],
-    characters=[entity("@ch1"), entity("@ch2", hidden_from_wiki=True)],
-    factions=[entity("@f1"), entity("@f2")],
-    items=[entity("@i1"), entity("@i2")],
+    users=[export_user(), export_user("@u2", name="Player")],
+    campaigns=[export_campaign(), export_campaign("@other", name="Other")],
+    sessions=[
+        export_session("@s1"),
+        export_session("@s2", visibility="private"),
+        export_session("@s-other", campaign_id="@other"),
+    ],
+    locations=[export_entity("@l1"), export_entity("@l2", parent_id="@l1")],
+    characters=[export_entity("@ch1"), export_entity("@ch2", hidden_from_wiki=True)],
+    factions=[export_entity("@f1"), export_entity("@f2")],
+    items=[export_entity("@i1"), export_entity("@i2")],
 )
 
 
@@ -48,13 +53,13 @@ class TestReplace:
         await import_campaign_export(db, source=files.write(FULL, "full.json"))
         # Only @c is described; each array keeps one record of it (locations: the parent).
         snapshot = base_export(
-            users=[user()],
-            campaigns=[campaign()],
-            sessions=[session("@s1")],
-            locations=[entity("@l1")],
-            characters=[entity("@ch1")],
-            factions=[entity("@f1")],
-            items=[entity("@i1")],
+            users=[export_user()],
+            campaigns=[export_campaign()],
+            sessions=[export_session("@s1")],
+            locations=[export_entity("@l1")],
+            characters=[export_entity("@ch1")],
+            factions=[export_entity("@f1")],
+            items=[export_entity("@i1")],
         )
         summary = await import_campaign_export(db, source=files.write(snapshot, "snapshot.json"), replace=True)
 
@@ -73,7 +78,7 @@ class TestReplace:
 
     async def test_an_array_the_file_leaves_out_empties_it(self, db: AsyncSession, files: ExportFiles) -> None:
         await import_campaign_export(db, source=files.write(FULL, "full.json"))
-        snapshot = {"campaigns": [campaign()], "sessions": [session("@s1")]}
+        snapshot = {"campaigns": [export_campaign()], "sessions": [export_session("@s1")]}
         summary = await import_campaign_export(db, source=files.write(snapshot, "snapshot.json"), replace=True)
         assert summary.counts["items"].deleted == 2
         assert (await stored_ids(db, files))["locations"] == set()
@@ -83,12 +88,14 @@ class TestReplace:
         issued = await create_api_key(
             db, campaign_id=files.ids("@c"), owner_id=files.ids("@u"), label=None, pepper=b"p" * 32
         )
-        await import_campaign_export(db, source=files.write({"campaigns": [campaign()]}, "bare.json"), replace=True)
+        await import_campaign_export(
+            db, source=files.write({"campaigns": [export_campaign()]}, "bare.json"), replace=True
+        )
         assert await db.get(ApiKey, issued.key_id) is not None
 
     async def test_without_replace_nothing_is_deleted(self, db: AsyncSession, files: ExportFiles) -> None:
         await import_campaign_export(db, source=files.write(FULL, "full.json"))
-        summary = await import_campaign_export(db, source=files.write({"campaigns": [campaign()]}, "bare.json"))
+        summary = await import_campaign_export(db, source=files.write({"campaigns": [export_campaign()]}, "bare.json"))
         assert sum(count.deleted for count in summary.counts.values()) == 0
         assert (await stored_ids(db, files))["items"] == {"@i1", "@i2"}
 
@@ -97,7 +104,9 @@ class TestReplace:
     ) -> None:
         await import_campaign_export(db, source=files.write(FULL, "full.json"))
         moved = base_export(
-            campaigns=[campaign()], sessions=[session("@s1"), session("@s2", campaign_id="@other")], locations=[]
+            campaigns=[export_campaign()],
+            sessions=[export_session("@s1"), export_session("@s2", campaign_id="@other")],
+            locations=[],
         )
         summary = await import_campaign_export(db, source=files.write(moved, "moved.json"), replace=True)
         assert summary.counts["sessions"].deleted == 0
@@ -107,7 +116,9 @@ class TestReplace:
         self, db: AsyncSession, files: ExportFiles
     ) -> None:
         await import_campaign_export(db, source=files.write(FULL, "full.json"))
-        orphan = base_export(campaigns=[campaign()], sessions=[], locations=[entity("@l2", parent_id="@l1")])
+        orphan = base_export(
+            campaigns=[export_campaign()], sessions=[], locations=[export_entity("@l2", parent_id="@l1")]
+        )
         with pytest.raises(InvalidExport, match=r'locations\[0\] .*parent_id: unknown location "'):
             async with db.begin_nested():
                 await import_campaign_export(db, source=files.write(orphan, "orphan.json"), replace=True)

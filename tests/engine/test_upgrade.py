@@ -19,10 +19,10 @@ from sqlalchemy import MetaData
 from sqlalchemy.ext.asyncio import create_async_engine
 
 from engine.changes import list_changes
-from engine.cli import main
 from engine.db import Database
 from engine.export_format import RECORD_MODELS
 from engine.records import CampaignScope
+from rest.cli import main
 from tests.contract.campaign import CAMPAIGN_A, HIDDEN_IDS, expected_list
 from tests.databases import BACKENDS, migrated_database
 from tests.engine.served_bodies import GOLDEN, campaign_exports, issue_tokens, served_bodies, settings_for
@@ -58,14 +58,14 @@ async def feed_of(database_url: str, campaign_id: str) -> list[tuple[str, str, s
     entries: list[tuple[str, str, str]] = []
     cursor = None
     try:
-        async with database.reader() as reader:
-            while True:
-                scope = CampaignScope(campaign_id=campaign_id)
-                page = await list_changes(reader, scope=scope, limit=100, cursor=cursor)
-                entries += [(entry.type, entry.id, entry.change) for entry in page.items]
-                cursor = page.next_cursor
-                if not page.has_more:
-                    return entries
+        reader = database.reader
+        while True:
+            scope = CampaignScope(campaign_id=campaign_id)
+            page = await list_changes(reader, scope=scope, limit=100, cursor=cursor)
+            entries += [(entry.type, entry.id, entry.change) for entry in page.items]
+            cursor = page.next_cursor
+            if not page.has_more:
+                return entries
     finally:
         await database.dispose()
 

@@ -2,7 +2,7 @@
 
 Raw sockets, so the test controls exactly what is sent and can stop sending when the
 server answers: a request head (URL plus headers) and the trailers of a chunked body are
-bounded by the HTTP protocol `campaign-api serve` runs (engine/http_protocol.py: 431 past
+bounded by the HTTP protocol `campaign-api serve` runs (rest/http_protocol.py: 431 past
 16 KiB), a /graphql body by the endpoint (413 from the declared Content-Length, or once the
 stream passes 64 KiB). Nothing is read to its end, so answers come at once and the
 server's memory does not grow with the size.
@@ -21,7 +21,7 @@ from pathlib import Path
 
 import pytest
 
-from engine.http_protocol import MAX_REQUEST_HEAD_BYTES
+from rest.http_protocol import MAX_REQUEST_HEAD_BYTES
 from tests.contract.client import ApiClient
 from tests.contract.server import ApiServer, running_server
 from tests.faults.common import Seeded

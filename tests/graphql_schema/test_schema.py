@@ -2,8 +2,6 @@ from __future__ import annotations
 
 import json
 import logging
-import subprocess
-import sys
 import textwrap
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -29,8 +27,6 @@ from graphql_schema.execution import PlainFieldExecutor
 from graphql_schema.query import Query
 from graphql_schema.schema import MAX_ALIASES, MAX_DEPTH, build_schema
 from tests.factories import add_campaign, add_entity, add_session, at
-
-PROJECT_ROOT = Path(__file__).resolve().parents[2]
 
 schema = build_schema()
 
@@ -940,43 +936,6 @@ class TestUnexpectedErrors:
         result = await schema.execute("{ sessions { data { id }")
         assert result.data is None
         assert [error["message"] for error in errors_of(result)] == ["Syntax Error: Expected Name, found <EOF>."]
-
-
-# --- layering ---------------------------------------------------------------------------------
-
-
-IMPORT_PROBE = textwrap.dedent(
-    """\
-    import importlib, json, pkgutil, sys
-    package = importlib.import_module(sys.argv[1])
-    for module in pkgutil.walk_packages(package.__path__, package.__name__ + "."):
-        importlib.import_module(module.name)
-    print(json.dumps(sorted({name.split(".")[0] for name in sys.modules})))
-    """
-)
-
-
-def top_level_modules_after_importing(package: str) -> set[str]:
-    completed = subprocess.run(
-        [sys.executable, "-c", IMPORT_PROBE, package],
-        cwd=PROJECT_ROOT,
-        capture_output=True,
-        text=True,
-        check=True,
-        timeout=120,
-    )
-    return set(json.loads(completed.stdout))
-
-
-class TestLayering:
-    def test_engine_imports_no_web_or_graphql_framework(self) -> None:
-        loaded = top_level_modules_after_importing("engine")
-        assert loaded & {"fastapi", "starlette", "strawberry", "graphql", "graphql_schema", "rest"} == set()
-
-    def test_graphql_schema_imports_no_web_framework(self) -> None:
-        loaded = top_level_modules_after_importing("graphql_schema")
-        assert "strawberry" in loaded
-        assert loaded & {"fastapi", "starlette", "rest"} == set()
 
 
 class TestFlatListExecution:

@@ -127,9 +127,9 @@ def runtime_of_app(app: FastAPI) -> Runtime:
 
 async def stock_body(app: FastAPI, seeded: Seeded, document: str, field: str, variables: dict[str, Any]) -> bytes:
     """The document executed by Strawberry's stock schema (every value serialized), as orjson writes it."""
-    async with runtime_of_app(app).database.reader() as db:
-        context = CampaignContext(db=db, scope=CampaignScope(campaign_id=seeded.campaign_id))
-        result = await STOCK_SCHEMA.execute(document, variable_values=variables, context_value=context)
+    db = runtime_of_app(app).database.reader
+    context = CampaignContext(db=db, scope=CampaignScope(campaign_id=seeded.campaign_id))
+    result = await STOCK_SCHEMA.execute(document, variable_values=variables, context_value=context)
     assert result.errors is None and result.data is not None
     return orjson.dumps(result.data[field])
 
@@ -172,13 +172,13 @@ async def test_the_bodies_hold_every_timestamp_as_the_scalar_writes_it(client: h
 async def test_the_rest_documents_leave_timestamps_to_orjson(app: FastAPI, seeded: Seeded) -> None:
     # Else the comparisons above would not test the datetimes' path at all.
     runtime = runtime_of_app(app)
-    async with runtime.database.reader() as db:
-        data = await run_document(
-            runtime.queries[documents.SESSIONS_LIST],
-            variables={"limit": 100, "cursor": None},
-            db=db,
-            scope=CampaignScope(campaign_id=seeded.campaign_id),
-        )
+    db = runtime.database.reader
+    data = await run_document(
+        runtime.queries[documents.SESSIONS_LIST],
+        variables={"limit": 100, "cursor": None},
+        db=db,
+        scope=CampaignScope(campaign_id=seeded.campaign_id),
+    )
     stamps = [row[key] for row in data["sessions"]["data"] for key in ("recording_date", "created_at", "updated_at")]
     assert sorted(stamp for stamp in stamps if stamp is not None) == sorted(3 * [t for t in TIMESTAMPS if t])
     assert all(type(stamp) is datetime and stamp.tzinfo is UTC for stamp in stamps if stamp is not None)

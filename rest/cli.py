@@ -28,7 +28,6 @@ from sqlalchemy.ext.asyncio import AsyncSession
 from engine.db import Database
 from engine.demo_setup import example_commands, prepare_demo
 from engine.errors import DomainError
-from engine.http_protocol import BoundedHttpToolsProtocol
 from engine.importer import ImportSummary, import_campaign_export
 from engine.keys import create_api_key, list_api_keys, revoke_api_key
 from engine.migrations import upgrade_database
@@ -43,6 +42,7 @@ from engine.record_writer import WriteProgress
 from engine.settings import Settings
 from engine.tables import ApiKey, Campaign, User
 from engine.upgrade import upgrade_renderings
+from rest.http_protocol import BoundedHttpToolsProtocol
 
 EXIT_OK = 0
 EXIT_FAILURE = 1

@@ -15,10 +15,6 @@ after the last chunk's data), cannot be located in it, since httptools reports n
 positions: it is counted from the next read on, so it may pass the limit by its part of
 that one read before it is refused. When an earlier answer is still due on the connection,
 the refusal is a close without the 431, which would otherwise be taken for that answer.
-
-It also sends each response's head and body in one write (see _CoalescingTransport): one
-send() per response instead of two (counted with `strace -c` on a worker: 4 writes per
-request instead of 5 in all, the others being Redis and the access log).
 """
 
 from __future__ import annotations
@@ -30,50 +26,15 @@ from uvicorn.config import Config
 from uvicorn.protocols.http.httptools_impl import STATUS_LINE, HttpToolsProtocol
 from uvicorn.server import ServerState
 
-# A request line plus headers (or a trailer section) larger than this is refused; h11's
-# default, which `serve` used before httptools. It also bounds the number of headers, to
-# about 4,000 (a header line takes at least 4 bytes), as h11's byte limit did.
+# A request line plus headers (or a trailer section) larger than this is refused: h11's
+# default bound, which clients of Python servers already meet. It also bounds the number
+# of headers, to about 4,000 (a header line takes at least 4 bytes).
 MAX_REQUEST_HEAD_BYTES = 16 * 1024
 _REFUSAL_BODY = b"Request header fields too large."
 
 
-class _CoalescingTransport:
-    """A transport whose writes made in one event-loop step leave in one send.
-
-    uvicorn writes a response's head and its body separately: two send() calls and, with
-    TCP_NODELAY, two segments per response. Here they are joined and sent once the current
-    step is over (before any other I/O is processed); closing sends what is pending first.
-    """
-
-    def __init__(self, transport: asyncio.Transport, loop: asyncio.AbstractEventLoop) -> None:
-        self._transport = transport
-        self._loop = loop
-        self._pending: list[bytes] = []
-
-    def write(self, data: bytes) -> None:
-        if not self._pending:
-            self._loop.call_soon(self._flush)
-        self._pending.append(data)
-
-    def _flush(self) -> None:
-        pending, self._pending = self._pending, []
-        if pending and not self._transport.is_closing():
-            self._transport.write(b"".join(pending))
-
-    def close(self) -> None:
-        self._flush()
-        self._transport.close()
-
-    def __getattr__(self, name: str) -> Any:
-        return getattr(self._transport, name)
-
-
 class BoundedHttpToolsProtocol(HttpToolsProtocol):
-    """HttpToolsProtocol that refuses a request head or trailer section beyond a size,
-    and sends each response's head and body together."""
-
-    def connection_made(self, transport: asyncio.Transport) -> None:  # type: ignore[override]
-        super().connection_made(_CoalescingTransport(transport, self.loop))  # type: ignore[arg-type]
+    """HttpToolsProtocol that refuses a request head or trailer section beyond a size."""
 
     def __init__(
         self,
@@ -119,7 +80,8 @@ class BoundedHttpToolsProtocol(HttpToolsProtocol):
         # Answer only if this request is the one the next response on the connection is
         # for and nothing of a response to it was written; otherwise just close.
         if self._section == "head":
-            answerable = self.cycle is None or self.cycle.response_complete
+            # uvicorn annotates `cycle` as always set; it is None before the first request.
+            answerable = self.cycle is None or self.cycle.response_complete  # type: ignore[redundant-expr]
         else:
             answerable = not self.pipeline and not self.cycle.response_started
         if answerable:

@@ -30,13 +30,13 @@ import pytest
 import uvicorn
 from sqlalchemy.engine import make_url
 
-from engine.cli import _ProgressLine, main
 from engine.db import Database
-from engine.http_protocol import BoundedHttpToolsProtocol
 from engine.keys import hash_secret
 from engine.record_writer import WriteProgress
 from engine.rendering import CURRENT_RENDERER
 from engine.settings import Settings
+from rest.cli import _ProgressLine, main
+from rest.http_protocol import BoundedHttpToolsProtocol
 from tests.cluster.sentinel import sentinel_group
 from tests.conftest import TEST_PEPPER
 from tests.contract.server import free_port
