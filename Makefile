@@ -8,7 +8,7 @@ BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 PIP_COMPILE := pip-compile --quiet --allow-unsafe --strip-extras --no-emit-index-url --no-emit-find-links
 
-.PHONY: install ui-assets demo test fuzz-gm test-cluster lint lock bench soak clean
+.PHONY: install ui-assets demo test fuzz-gm test-cluster lint lock bench bench-small soak clean
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -76,6 +76,19 @@ bench: install $(BENCH_STAMP)
 	$(BIN)/python tests/benchmarks/generate.py --out $(BENCH_EXPORT)
 	$(BIN)/python tests/benchmarks/run.py --export $(BENCH_EXPORT) --report artifacts/bench.md \
 		--deadline $$(( $(BENCH_T0) + $(BENCH_BUDGET_S) ))
+
+# The same scenarios on a 1/20 campaign (5,600 public sessions, a 68 MB export imported in
+# about 2 minutes), one worker per server, page 50 as the deep page: to measure a change to
+# the request path (CPU per request, service/floor) without `make bench`'s 40-minute import.
+# Tables in artifacts/bench-small/bench.md.
+SMALL_EXPORT := artifacts/bench-small/export.json
+
+bench-small: install $(BENCH_STAMP)
+	command -v wrk >/dev/null || (apt-get update -qq && apt-get install -y -qq wrk)
+	$(BIN)/python tests/benchmarks/generate.py --out $(SMALL_EXPORT) --public-sessions 5600 \
+		--private-sessions 600 --locations 2000 --entities 1000
+	BENCH_WORKER_PROFILES=1 BENCH_DEEP_PAGE=50 $(BIN)/python tests/benchmarks/run.py \
+		--export $(SMALL_EXPORT) --report artifacts/bench-small/bench.md
 
 # Soak (tests/soak/soak.py, not part of `make test`): two workers, Redis limits, steady
 # load for SOAK_SECONDS (default 600); report on stdout and in artifacts/soak.json.

@@ -49,7 +49,7 @@ _TYPENAME = "__typename"
 
 
 @dataclass(frozen=True, slots=True)
-class _PlainField:
+class PlainField:
     """How to produce a plain field's value from its parent object."""
 
     read: Callable[[Any], Any]  # the value, from the parent object
@@ -63,7 +63,7 @@ class _PlainField:
     utc_datetime_as_is: bool = False
 
 
-class _Fallback(Exception):
+class NotPlain(Exception):
     """The fast path cannot produce graphql-core's exact result: take the normal one."""
 
 
@@ -81,16 +81,16 @@ _PASSTHROUGH: dict[Callable[[Any], Any], type] = {
 _DATETIME_SERIALIZE = DateTimeDefinition.serialize
 
 
-class _PlainFields:
+class PlainFields:
     """What `_decide_plain_field` decided, per object type and field name, for one kind of
     executor: it depends only on the schema, which outlives many requests (and whose field
     names are a fixed set); keyed weakly so that a discarded schema's types are released."""
 
     def __init__(self, *, utc_datetimes_as_is: bool) -> None:
         self._utc_datetimes_as_is = utc_datetimes_as_is
-        self._decided: WeakKeyDictionary[GraphQLObjectType, dict[str, _PlainField | None]] = WeakKeyDictionary()
+        self._decided: WeakKeyDictionary[GraphQLObjectType, dict[str, PlainField | None]] = WeakKeyDictionary()
 
-    def get(self, object_type: GraphQLObjectType, name: str) -> _PlainField | None:
+    def get(self, object_type: GraphQLObjectType, name: str) -> PlainField | None:
         decided = self._decided.get(object_type)
         if decided is None:
             decided = self._decided[object_type] = {}
@@ -99,10 +99,10 @@ class _PlainFields:
         return decided[name]
 
 
-def _decide_plain_field(object_type: GraphQLObjectType, name: str, *, utc_datetimes_as_is: bool) -> _PlainField | None:
+def _decide_plain_field(object_type: GraphQLObjectType, name: str, *, utc_datetimes_as_is: bool) -> PlainField | None:
     if name == _TYPENAME:
         type_name = object_type.name
-        return _PlainField(lambda _parent: type_name, str, nullable=False, passthrough=str)
+        return PlainField(lambda _parent: type_name, str, nullable=False, passthrough=str)
     field = object_type.fields.get(name)
     if field is None or field.args:
         return None
@@ -114,7 +114,7 @@ def _decide_plain_field(object_type: GraphQLObjectType, name: str, *, utc_dateti
     if read is None:
         return None
     serialize = leaf.serialize
-    return _PlainField(
+    return PlainField(
         read,
         serialize,
         nullable=not isinstance(field.type, GraphQLNonNull),
@@ -144,7 +144,7 @@ def _reader_of(resolve: Any, definition: Any) -> Callable[[Any], Any] | None:
     return resolver.wrapped_func  # type: ignore[no-any-return]
 
 
-def _complete(plan: list[tuple[str, _PlainField]], items: list[Any], *, items_nullable: bool) -> list[Any]:
+def complete_plain(plan: list[tuple[str, PlainField]], items: list[Any], *, items_nullable: bool) -> list[Any]:
     # Flattened once per list: the inner loop runs for every field of every row.
     steps = [
         (key, field.read, field.passthrough, field.utc_datetime_as_is, field.serialize, field.nullable)
@@ -154,7 +154,7 @@ def _complete(plan: list[tuple[str, _PlainField]], items: list[Any], *, items_nu
     for item in items:
         if item is None:
             if not items_nullable:
-                raise _Fallback
+                raise NotPlain
             completed.append(None)
             continue
         row: dict[str, Any] = {}
@@ -162,10 +162,10 @@ def _complete(plan: list[tuple[str, _PlainField]], items: list[Any], *, items_nu
             try:
                 value = read(item)
             except Exception as exc:  # graphql-core reports it with the field's path
-                raise _Fallback from exc
+                raise NotPlain from exc
             if value is None:
                 if not nullable:
-                    raise _Fallback
+                    raise NotPlain
                 row[key] = None
             elif type(value) is passthrough or (utc_datetime_as_is and type(value) is datetime and value.tzinfo is UTC):
                 row[key] = value
@@ -173,15 +173,19 @@ def _complete(plan: list[tuple[str, _PlainField]], items: list[Any], *, items_nu
                 try:
                     row[key] = serialize(value)
                 except Exception as exc:  # graphql-core reports it with the field's path
-                    raise _Fallback from exc
+                    raise NotPlain from exc
         completed.append(row)
     return completed
 
 
-class PlainFieldExecutor(StrawberryGraphQLCoreExecutionContext):
-    _plain_fields: ClassVar[_PlainFields] = _PlainFields(utc_datetimes_as_is=False)
+# The plain fields of results whose data goes to `orjson.dumps` alone (UTC datetimes as is).
+ORJSON_PLAIN_FIELDS = PlainFields(utc_datetimes_as_is=True)
 
-    def _flat_plan(self, item_type: GraphQLOutputType, field_details_list: Any) -> list[tuple[str, _PlainField]] | None:
+
+class PlainFieldExecutor(StrawberryGraphQLCoreExecutionContext):
+    _plain_fields: ClassVar[PlainFields] = PlainFields(utc_datetimes_as_is=False)
+
+    def _flat_plan(self, item_type: GraphQLOutputType, field_details_list: Any) -> list[tuple[str, PlainField]] | None:
         object_type = get_nullable_type(item_type)
         if not isinstance(object_type, GraphQLObjectType) or object_type.is_type_of is not None:
             return None
@@ -192,9 +196,9 @@ class PlainFieldExecutor(StrawberryGraphQLCoreExecutionContext):
 
     def _object_plan(
         self, object_type: GraphQLObjectType, grouped_field_set: Any
-    ) -> list[tuple[str, _PlainField]] | None:
+    ) -> list[tuple[str, PlainField]] | None:
         """How to complete the selected fields of an object, if every one of them is plain."""
-        plan: list[tuple[str, _PlainField]] = []
+        plan: list[tuple[str, PlainField]] = []
         for response_key, details in grouped_field_set.items():
             field = self._plain_fields.get(object_type, details[0].node.name.value)
             if field is None:
@@ -217,8 +221,8 @@ class PlainFieldExecutor(StrawberryGraphQLCoreExecutionContext):
             plan = self._object_plan(parent_type, grouped_field_set)
             if plan is not None:
                 try:
-                    return _complete(plan, [source_value], items_nullable=False)[0]
-                except _Fallback:
+                    return complete_plain(plan, [source_value], items_nullable=False)[0]
+                except NotPlain:
                     pass
         return super().execute_fields(parent_type, source_value, path, grouped_field_set, position_context)
 
@@ -260,8 +264,9 @@ class PlainFieldExecutor(StrawberryGraphQLCoreExecutionContext):
             plan = self._flat_plan(return_type.of_type, field_details_list)
             if plan is not None:
                 try:
-                    return _complete(plan, result, items_nullable=not isinstance(return_type.of_type, GraphQLNonNull))
-                except _Fallback:
+                    items_nullable = not isinstance(return_type.of_type, GraphQLNonNull)
+                    return complete_plain(plan, result, items_nullable=items_nullable)
+                except NotPlain:
                     pass
         return super().complete_list_value(return_type, field_details_list, info, path, result, position_context)
 
@@ -280,18 +285,18 @@ class FixedDocumentExecutor(PlainFieldExecutor):
       keeps the caches as small as their selections.
     """
 
-    _plain_fields = _PlainFields(utc_datetimes_as_is=True)
+    _plain_fields = ORJSON_PLAIN_FIELDS
     # (object type, ids of the field nodes) -> (the nodes, the collected subfields)
     _collected: ClassVar[dict[tuple[Any, ...], tuple[tuple[Any, ...], CollectedFields]]] = {}
     # id(a cached grouped field set) -> (that set, its plan, or None: not all plain)
-    _plans: ClassVar[dict[int, tuple[Any, list[tuple[str, _PlainField]] | None]]] = {}
+    _plans: ClassVar[dict[int, tuple[Any, list[tuple[str, PlainField]] | None]]] = {}
     # id(operation) -> (the operation, whether its field collection is fixed)
     _fixed_operations: ClassVar[dict[int, tuple[OperationDefinitionNode, bool]]] = {}
 
     def _collection_is_fixed(self) -> bool:
         known = self._fixed_operations.get(id(self.operation))
         if known is None:
-            fixed = not self.fragments and not _has_directives(self.operation)
+            fixed = not self.fragments and not has_directives(self.operation)
             known = self._fixed_operations[id(self.operation)] = (self.operation, fixed)
         return known[1]
 
@@ -312,20 +317,20 @@ class FixedDocumentExecutor(PlainFieldExecutor):
 
     def _object_plan(
         self, object_type: GraphQLObjectType, grouped_field_set: Any
-    ) -> list[tuple[str, _PlainField]] | None:
+    ) -> list[tuple[str, PlainField]] | None:
         cached = self._plans.get(id(grouped_field_set))
         if cached is not None and cached[0] is grouped_field_set:
             return cached[1]
         return super()._object_plan(object_type, grouped_field_set)
 
 
-def _has_directives(node: Node) -> bool:
+def has_directives(node: Node) -> bool:
     """Whether `node` or any node below it carries a directive."""
     if getattr(node, "directives", None):
         return True
     for key in node.keys:
         value = getattr(node, key, None)
         children = value if isinstance(value, tuple | list) else (value,)
-        if any(isinstance(child, Node) and _has_directives(child) for child in children):
+        if any(isinstance(child, Node) and has_directives(child) for child in children):
             return True
     return False

@@ -25,6 +25,7 @@ from engine.metrics import GRAPHQL_OPERATION_DURATION
 from graphql_schema.context import CampaignContext
 from graphql_schema.execution import FixedDocumentExecutor
 from graphql_schema.schema import CampaignSchema
+from graphql_schema.shortcut import RootFieldShortcut
 
 
 class InvalidDocument(ValueError):
@@ -41,6 +42,8 @@ class PreparedQuery:
         errors = validate(schema._schema, self._document)
         if errors:
             raise InvalidDocument("; ".join(error.message for error in errors))
+        # Documents whose data goes to orjson alone skip graphql-core's executor where they can.
+        self._shortcut = RootFieldShortcut.of(schema._schema, self._document) if data_to_orjson else None
         # The histogram series this document's executions land in, looked up once.
         self._durations = {
             outcome: GRAPHQL_OPERATION_DURATION.labels(operation_type="query", outcome=outcome)
@@ -49,6 +52,16 @@ class PreparedQuery:
 
     async def execute(self, *, variables: dict[str, Any], context: CampaignContext) -> ExecutionResult:
         started = time.perf_counter()
+        result = None if self._shortcut is None else await self._shortcut.run(variables=variables, context=context)
+        if result is None:
+            result = await self._execute(variables=variables, context=context)
+        if result.errors:
+            self._schema.process_errors(result.errors)
+        self._durations["error" if result.errors else "ok"].observe(time.perf_counter() - started)
+        return result
+
+    async def _execute(self, *, variables: dict[str, Any], context: CampaignContext) -> ExecutionResult:
+        """The document run by graphql-core."""
         result = execute(
             self._schema._schema,
             self._document,
@@ -62,7 +75,4 @@ class PreparedQuery:
         if optimized_is_awaitable(result):
             result = await result  # type: ignore[misc]
         assert isinstance(result, ExecutionResult)
-        if result.errors:
-            self._schema.process_errors(result.errors)
-        self._durations["error" if result.errors else "ok"].observe(time.perf_counter() - started)
         return result

@@ -5,11 +5,11 @@ campaigns, hidden or private records and absent ids all raise the same RecordNot
 """
 
 # No `from __future__ import annotations`: the generated resolvers carry real type objects.
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable, Mapping, Sequence
 from typing import Annotated, Any
 
 import strawberry
-from graphql import FieldNode, FragmentSpreadNode, SelectionNode
+from graphql import FieldNode, FragmentDefinitionNode, FragmentSpreadNode, SelectionNode
 from strawberry.types import Info
 
 from engine.changes import list_changes
@@ -49,16 +49,17 @@ TAG_FIELDS = frozenset({"etag"})
 _DETAIL_FIELDS = SUMMARY_FIELDS | DESCRIPTION_FIELDS | TAG_FIELDS
 
 
-def _selected_details(info: Ctx) -> frozenset[str]:
+def selected_details(
+    field_nodes: Sequence[FieldNode], fragments: Mapping[str, FragmentDefinitionNode]
+) -> frozenset[str]:
     """Which of the fields that cost a read (stored Markdown, the tag) are selected anywhere
     below the field (fragments included), in one walk.
 
     Walks graphql-core's syntax nodes: Strawberry's `selected_fields` would first convert
     the whole selection (arguments, directives) on every request.
     """
-    raw = info._raw_info
     pending: list[SelectionNode] = [
-        selection for node in raw.field_nodes if node.selection_set for selection in node.selection_set.selections
+        selection for node in field_nodes if node.selection_set for selection in node.selection_set.selections
     ]
     spread: set[str] = set()
     found: set[str] = set()
@@ -67,7 +68,7 @@ def _selected_details(info: Ctx) -> frozenset[str]:
         if isinstance(selection, FieldNode) and selection.name.value in _DETAIL_FIELDS:
             found.add(selection.name.value)
         if isinstance(selection, FragmentSpreadNode):
-            fragment = raw.fragments.get(selection.name.value)
+            fragment = fragments.get(selection.name.value)
             if fragment is None or selection.name.value in spread:
                 continue
             spread.add(selection.name.value)
@@ -77,17 +78,25 @@ def _selected_details(info: Ctx) -> frozenset[str]:
     return frozenset(found)
 
 
+def _selected_details(info: Ctx) -> frozenset[str]:
+    raw = info._raw_info
+    return selected_details(raw.field_nodes, raw.fragments)
+
+
 def _as_page(page: Page[Any], page_type: type) -> Any:
     return page_type(data=page.items, pagination=Pagination(next_cursor=page.next_cursor, has_more=page.has_more))
 
 
-async def _sessions(
-    info: Ctx,
-    limit: LimitArgument = DEFAULT_LIMIT,
-    cursor: CursorArgument = None,
+# The reads behind the root fields: the execution context, which of the detail fields the
+# selection asks for, and the field's arguments (by their Python names). The resolvers
+# below find `details` in their selection; a fixed document knows it in advance
+# (graphql_schema/shortcut.py).
+RootRead = Callable[..., Awaitable[Any]]
+
+
+async def read_sessions(
+    ctx: CampaignContext, details: frozenset[str], *, limit: int | None = DEFAULT_LIMIT, cursor: str | None = None
 ) -> SessionPage:
-    ctx = info.context
-    details = _selected_details(info)
     with_summary, with_tag = bool(details & SUMMARY_FIELDS), bool(details & TAG_FIELDS)
     page = await ctx.read(
         lambda db: list_sessions(
@@ -97,23 +106,17 @@ async def _sessions(
     return _as_page(page, SessionPage)  # type: ignore[no-any-return]
 
 
-async def _session(info: Ctx, id: strawberry.ID) -> SessionType | None:
-    ctx = info.context
-    details = _selected_details(info)
+async def read_session(ctx: CampaignContext, details: frozenset[str], *, id: str) -> Any:
     with_summary, with_tag = bool(details & SUMMARY_FIELDS), bool(details & TAG_FIELDS)
     return await ctx.read(
         lambda db: get_session(db, scope=ctx.scope, session_id=id, with_summary=with_summary, with_tag=with_tag)
     )
 
 
-def _entity_list_resolver(kind: EntityKind, page_type: type) -> Callable[..., Any]:
-    async def resolve(
-        info: Ctx,
-        limit: LimitArgument = DEFAULT_LIMIT,
-        cursor: CursorArgument = None,
+def _entity_list_read(kind: EntityKind, page_type: type) -> RootRead:
+    async def read(
+        ctx: CampaignContext, details: frozenset[str], *, limit: int | None = DEFAULT_LIMIT, cursor: str | None = None
     ) -> Any:
-        ctx = info.context
-        details = _selected_details(info)
         with_description, with_tag = bool(details & DESCRIPTION_FIELDS), bool(details & TAG_FIELDS)
         page = await ctx.read(
             lambda db: list_entities(
@@ -128,20 +131,79 @@ def _entity_list_resolver(kind: EntityKind, page_type: type) -> Callable[..., An
         )
         return _as_page(page, page_type)
 
-    resolve.__annotations__["return"] = page_type
-    return resolve
+    return read
 
 
-def _entity_resolver(kind: EntityKind, record_type: type) -> Callable[..., Any]:
-    async def resolve(info: Ctx, id: strawberry.ID) -> Any:
-        ctx = info.context
-        details = _selected_details(info)
+def _entity_read(kind: EntityKind) -> RootRead:
+    async def read(ctx: CampaignContext, details: frozenset[str], *, id: str) -> Any:
         with_description, with_tag = bool(details & DESCRIPTION_FIELDS), bool(details & TAG_FIELDS)
         return await ctx.read(
             lambda db: get_entity(
                 db, kind=kind, scope=ctx.scope, entity_id=id, with_description=with_description, with_tag=with_tag
             )
         )
+
+    return read
+
+
+async def read_changes(
+    ctx: CampaignContext, _details: frozenset[str], *, limit: int | None = DEFAULT_LIMIT, cursor: str | None = None
+) -> ChangePage:
+    page = await ctx.read(lambda db: list_changes(db, scope=ctx.scope, limit=limit, cursor=cursor))
+    return ChangePage(
+        data=page.items,
+        pagination=FeedPagination(next_cursor=page.next_cursor, has_more=page.has_more),
+    )
+
+
+# Each root field's read, by the field's GraphQL name.
+ROOT_READS: dict[str, RootRead] = {
+    "sessions": read_sessions,
+    "session": read_session,
+    "changes": read_changes,
+}
+_ENTITY_FIELDS = (
+    ("locations", "location", EntityKind.LOCATION, LocationPage),
+    ("characters", "character", EntityKind.CHARACTER, CharacterPage),
+    ("factions", "faction", EntityKind.FACTION, FactionPage),
+    ("items", "item", EntityKind.ITEM, ItemPage),
+)
+for _plural, _singular, _kind, _page_type in _ENTITY_FIELDS:
+    ROOT_READS[_plural] = _entity_list_read(_kind, _page_type)
+    ROOT_READS[_singular] = _entity_read(_kind)
+
+
+async def _sessions(
+    info: Ctx,
+    limit: LimitArgument = DEFAULT_LIMIT,
+    cursor: CursorArgument = None,
+) -> SessionPage:
+    return await read_sessions(info.context, _selected_details(info), limit=limit, cursor=cursor)
+
+
+async def _session(info: Ctx, id: strawberry.ID) -> SessionType | None:
+    return await read_session(info.context, _selected_details(info), id=id)  # type: ignore[no-any-return]
+
+
+def _entity_list_resolver(plural: str, page_type: type) -> Callable[..., Any]:
+    read = ROOT_READS[plural]
+
+    async def resolve(
+        info: Ctx,
+        limit: LimitArgument = DEFAULT_LIMIT,
+        cursor: CursorArgument = None,
+    ) -> Any:
+        return await read(info.context, _selected_details(info), limit=limit, cursor=cursor)
+
+    resolve.__annotations__["return"] = page_type
+    return resolve
+
+
+def _entity_resolver(singular: str, record_type: type) -> Callable[..., Any]:
+    read = ROOT_READS[singular]
+
+    async def resolve(info: Ctx, id: strawberry.ID) -> Any:
+        return await read(info.context, _selected_details(info), id=id)
 
     resolve.__annotations__["return"] = record_type | None
     return resolve
@@ -152,12 +214,7 @@ async def _changes(
     limit: LimitArgument = DEFAULT_LIMIT,
     cursor: Annotated[str | None, strawberry.argument(description=FEED_CURSOR_HELP)] = None,
 ) -> ChangePage:
-    ctx = info.context
-    page = await ctx.read(lambda db: list_changes(db, scope=ctx.scope, limit=limit, cursor=cursor))
-    return ChangePage(
-        data=page.items,
-        pagination=FeedPagination(next_cursor=page.next_cursor, has_more=page.has_more),
-    )
+    return await read_changes(info.context, frozenset(), limit=limit, cursor=cursor)
 
 
 def _list_field(resolver: Callable[..., Any], plural: str) -> Any:
@@ -184,16 +241,14 @@ QUERY_DESCRIPTION = (
 class Query:
     sessions: SessionPage = _list_field(_sessions, "public sessions")
     session: SessionType | None = _record_field(_session, "public session")
-    locations: LocationPage = _list_field(_entity_list_resolver(EntityKind.LOCATION, LocationPage), "locations")
-    location: LocationType | None = _record_field(_entity_resolver(EntityKind.LOCATION, LocationType), "location")
-    characters: CharacterPage = _list_field(
-        _entity_list_resolver(EntityKind.CHARACTER, CharacterPage), "characters"
-    )
-    character: CharacterType | None = _record_field(_entity_resolver(EntityKind.CHARACTER, CharacterType), "character")
-    factions: FactionPage = _list_field(_entity_list_resolver(EntityKind.FACTION, FactionPage), "factions")
-    faction: FactionType | None = _record_field(_entity_resolver(EntityKind.FACTION, FactionType), "faction")
-    items: ItemPage = _list_field(_entity_list_resolver(EntityKind.ITEM, ItemPage), "items")
-    item: ItemType | None = _record_field(_entity_resolver(EntityKind.ITEM, ItemType), "item")
+    locations: LocationPage = _list_field(_entity_list_resolver("locations", LocationPage), "locations")
+    location: LocationType | None = _record_field(_entity_resolver("location", LocationType), "location")
+    characters: CharacterPage = _list_field(_entity_list_resolver("characters", CharacterPage), "characters")
+    character: CharacterType | None = _record_field(_entity_resolver("character", CharacterType), "character")
+    factions: FactionPage = _list_field(_entity_list_resolver("factions", FactionPage), "factions")
+    faction: FactionType | None = _record_field(_entity_resolver("faction", FactionType), "faction")
+    items: ItemPage = _list_field(_entity_list_resolver("items", ItemPage), "items")
+    item: ItemType | None = _record_field(_entity_resolver("item", ItemType), "item")
     changes: ChangePage = strawberry.field(
         resolver=_changes,
         description="The change feed of the key's campaign: each record that is or was visible, once, at its "

@@ -66,6 +66,10 @@ def create_app(settings: Settings | None = None) -> FastAPI:
         redirect_slashes=False,
         docs_url=None,  # FastAPI's page loads Swagger UI from a CDN; rest/docs_page.py serves ours
         redoc_url=None,
+        # FastAPI's own OpenTelemetry bridge looks up three global providers on every
+        # request (~10 µs) to find them unconfigured: the service reports through its
+        # access log and /metrics (rest/observability.py) and configures no OpenTelemetry.
+        telemetry={"tracing": False, "metrics": False, "logs": False},
     )
     app.state.runtime = runtime
     install_error_handlers(app)

@@ -3,8 +3,9 @@
 A 200's tag is the digest of its body bytes (engine/public_body.py), so it changes
 exactly when they do. A single record's stored body digest is the digest of the body it
 is served with, so `_serve` (rest/routes.py) can answer a matching request from the
-stored digest alone, without reading or writing the body; lists and the change feed are
-compared after their body is built. Either way the comparison comes last: the guard,
+stored digest alone, without reading or writing the body, and tags a record's 200 with
+it without hashing the body (SHA-256: ~14 µs for 12 KB); lists and the change feed are
+hashed and compared after their body is built. Either way the comparison comes last: the guard,
 validation and the query decide first (401, 429, 400, 404, 500 win over a 304).
 """
 
@@ -54,11 +55,15 @@ def not_modified(tag: str, *, headers: Mapping[str, str]) -> Response:
     return Response(status_code=304, headers={**headers, "ETag": tag})
 
 
-def tagged_json(payload: Any, *, condition: IfNoneMatch | None, headers: Mapping[str, str]) -> Response:
+def tagged_json(
+    payload: Any, *, condition: IfNoneMatch | None, headers: Mapping[str, str], tag: str | None = None
+) -> Response:
     """200 with `payload` as compact JSON (orjson, as every body) and its tag, or 304 when
-    the condition names that tag."""
+    the condition names that tag. `tag`: the tag of those bytes, already known (a
+    record's stored one); else they are hashed."""
     body = orjson.dumps(payload)
-    tag = entity_tag(digest_of(body))
+    if tag is None:
+        tag = entity_tag(digest_of(body))
     if condition is not None and condition.matches(tag):
         return not_modified(tag, headers=headers)
     return Response(body, media_type="application/json", headers={**headers, "ETag": tag})

@@ -1,8 +1,10 @@
 """The fixed GraphQL documents behind the REST endpoints.
 
 Aliases give the REST field names (snake_case) directly, so a result's `data` is the
-response body with no mapping code. Each document is validated against the schema in
-tests/rest/test_documents.py.
+response body with no mapping code. A record's document also selects, last, the record's
+stored entity tag: the route takes it out of the data, which leaves the body, and sends
+it as the ETag without hashing the body (rest/conditional.py). Each document is
+validated against the schema in tests/rest/test_documents.py.
 """
 
 from __future__ import annotations
@@ -46,6 +48,11 @@ def _list_document(operation: str, field: str, item_fields: str) -> str:
 }}"""
 
 
+# A record's stored entity tag (engine/public_body.py: the digest of its body's bytes).
+_TAG_FIELD = """
+      etag"""
+
+
 def _record_document(operation: str, field: str, fields: str) -> str:
     return f"""query {operation}($id: ID!) {{
   {field}(id: $id) {{{fields}
@@ -60,7 +67,8 @@ SESSION_RECORD = _record_document(
     _SESSION_LIST_FIELDS
     + """
       summary_markdown: summaryMarkdown
-      summary_text: summaryText""",
+      summary_text: summaryText"""
+    + _TAG_FIELD,
 )
 
 _LOCATION_FIELDS = _ENTITY_LIST_FIELDS + """
@@ -69,19 +77,20 @@ _LOCATION_FIELDS = _ENTITY_LIST_FIELDS + """
 _OTHER_ENTITY_FIELDS = _ENTITY_LIST_FIELDS + """
       image_url: imageUrl"""
 
+# What a single entity record selects beyond its list fields.
+_RECORD_DETAILS = _DESCRIPTION_FIELDS + _TAG_FIELD
+
 LOCATIONS_LIST = _list_document("PublicLocations", "locations", _LOCATION_FIELDS)
-LOCATION_RECORD = _record_document("PublicLocation", "location", _LOCATION_FIELDS + _DESCRIPTION_FIELDS)
+LOCATION_RECORD = _record_document("PublicLocation", "location", _LOCATION_FIELDS + _RECORD_DETAILS)
 CHARACTERS_LIST = _list_document("PublicCharacters", "characters", _OTHER_ENTITY_FIELDS)
-CHARACTER_RECORD = _record_document("PublicCharacter", "character", _OTHER_ENTITY_FIELDS + _DESCRIPTION_FIELDS)
+CHARACTER_RECORD = _record_document("PublicCharacter", "character", _OTHER_ENTITY_FIELDS + _RECORD_DETAILS)
 FACTIONS_LIST = _list_document("PublicFactions", "factions", _OTHER_ENTITY_FIELDS)
-FACTION_RECORD = _record_document("PublicFaction", "faction", _OTHER_ENTITY_FIELDS + _DESCRIPTION_FIELDS)
+FACTION_RECORD = _record_document("PublicFaction", "faction", _OTHER_ENTITY_FIELDS + _RECORD_DETAILS)
 ITEMS_LIST = _list_document("PublicItems", "items", _OTHER_ENTITY_FIELDS)
-ITEM_RECORD = _record_document("PublicItem", "item", _OTHER_ENTITY_FIELDS + _DESCRIPTION_FIELDS)
+ITEM_RECORD = _record_document("PublicItem", "item", _OTHER_ENTITY_FIELDS + _RECORD_DETAILS)
 
 # A record's stored entity tag alone, for If-None-Match (rest/conditional.py): the same
 # lookup as the record's document, without reading its Markdown or building its body.
-_TAG_FIELD = """
-      etag"""
 SESSION_TAG = _record_document("PublicSessionTag", "session", _TAG_FIELD)
 LOCATION_TAG = _record_document("PublicLocationTag", "location", _TAG_FIELD)
 CHARACTER_TAG = _record_document("PublicCharacterTag", "character", _TAG_FIELD)

@@ -77,15 +77,16 @@ class TestRouteDocuments:
     def test_the_list_document_selects_the_list_body(self, resource: Resource) -> None:
         assert_selects_the_list_body(resource.listing)
 
-    def test_the_record_document_selects_the_record_body(self, resource: Resource) -> None:
+    def test_the_record_document_selects_the_record_body_then_its_tag(self, resource: Resource) -> None:
         field = root_field(resource.record_document)
         assert field.name.value == resource.record_field
         assert variables_of(resource.record_document) == {"id"}
-        assert list(fields_of(field.selection_set)) == list(resource.record_model.model_fields)
+        assert list(fields_of(field.selection_set)) == [*resource.record_model.model_fields, "etag"]
 
     def test_the_record_body_is_the_one_the_write_path_digests(self, resource: Resource) -> None:
         record_type = resource.record_field
-        assert list(fields_of(root_field(resource.record_document).selection_set)) == list(BODY_FIELDS[record_type])
+        selected = list(fields_of(root_field(resource.record_document).selection_set))
+        assert selected == [*BODY_FIELDS[record_type], "etag"]
 
     def test_the_tag_document_looks_the_record_up_alike_and_selects_its_tag(self, resource: Resource) -> None:
         field = root_field(resource.tag_document)
