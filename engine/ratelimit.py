@@ -146,6 +146,10 @@ class _Counters(ABC):
     async def add(self, step: Step) -> None: ...
 
     @abstractmethod
+    async def stored(self, step: Step) -> int:
+        """The step's counter as stored now (0 when there is none), without counting."""
+
+    @abstractmethod
     async def ping(self) -> bool: ...
 
     async def close(self) -> None:  # noqa: B027 (only storages holding connections override it)
@@ -208,6 +212,13 @@ class _RedisCounters(_Counters):
         except Exception as exc:  # limits wraps every storage failure in StorageError
             raise _unavailable() from exc
 
+    async def stored(self, step: Step) -> int:
+        try:
+            async with asyncio.timeout(self._timeout_s):
+                return int(await self.storage.get(step.key) or 0)
+        except Exception as exc:  # limits wraps every storage failure in StorageError
+            raise _unavailable() from exc
+
     async def ping(self) -> bool:
         try:
             return bool(await self.storage.check())
@@ -243,6 +254,9 @@ class _MemoryCounters(_Counters):
 
     async def add(self, step: Step) -> None:
         await self.storage.incr(step.key, step.item.get_expiry())
+
+    async def stored(self, step: Step) -> int:
+        return int(await self.storage.get(step.key) or 0)
 
     async def ping(self) -> bool:
         return bool(await self.storage.check())
@@ -322,6 +336,11 @@ class RateLimits:
         counters untouched, and the key limit the owner's."""
         counts = await self._run([*self._client_steps(ip), *self._key_steps(key_id, owner_id)])
         return _window(self.key, counts[2])
+
+    async def stored_count(self, limit: str, identity: str) -> int:
+        """What one limit's counter holds for an identity now (0 when none), without
+        counting: the value its next check adds to. `limit` is ip, failed_auth, key or owner."""
+        return await self._counters.stored(self._new_step(limit, identity, False))
 
     async def ping(self) -> bool:
         up = await self._counters.ping()

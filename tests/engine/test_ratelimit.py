@@ -12,7 +12,7 @@ import pytest
 from sqlalchemy.engine import make_url
 
 from engine.errors import ServiceUnavailable
-from engine.ratelimit import RateLimitExceeded, RateLimits, RateWindow, Step
+from engine.ratelimit import RateLimitExceeded, RateLimits, RateWindow
 from engine.settings import Settings
 from tests.cluster.sentinel import sentinel_group
 from tests.services import REDIS_URL, require_service
@@ -164,9 +164,8 @@ async def admit(limits: RateLimits, path: str, ip: str, key: str, owner: str) ->
 
 
 async def counter(limits: RateLimits, limit: str, who: str) -> int:
-    """The stored value of one counter, read through the `limits` storage itself."""
-    step = Step.of(limit, getattr(limits, limit), who)
-    return int(await limits._counters.storage.get(step.key) or 0)  # type: ignore[attr-defined]
+    """The stored value of one counter, as the limiter reads it (without counting)."""
+    return await limits.stored_count(limit, who)
 
 
 async def counters(limits: RateLimits, ip: str, key: str, owner: str) -> dict[str, int]:

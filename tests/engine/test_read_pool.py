@@ -19,11 +19,11 @@ import pytest
 from sqlalchemy.engine import make_url
 
 from engine.db import Database
-from engine.metrics import DATABASE_ERRORS
 from engine.read_pool import Opened, ReadFailed, ReadPool, Turns
 from engine.settings import Settings
 from tests.conftest import TEST_PEPPER
 from tests.databases import postgres_database
+from tests.metrics import database_errors
 
 BACKEND_PID = "SELECT pg_backend_pid()"
 
@@ -103,10 +103,6 @@ async def make_pool(conninfo: str) -> AsyncIterator[Callable[..., Pool]]:
             await connection.close()
 
 
-def _errors() -> float:
-    return DATABASE_ERRORS._value.get()
-
-
 async def test_connections_are_opened_on_demand_and_the_last_returned_is_lent_first(
     make_pool: Callable[..., Pool],
 ) -> None:
@@ -167,10 +163,10 @@ async def test_a_dropped_connection_is_replaced_within_the_statement(
     pool = make_pool(size=2)
     dropped = await pool.pid()
     await _terminate(conninfo, dropped)
-    errors = _errors()
+    errors = database_errors()
     replacement = await pool.pid()
     assert replacement != dropped
-    assert _errors() == errors + 1  # the dropped connection's error, once
+    assert database_errors() == errors + 1  # the dropped connection's error, once
     assert [connection.closed for connection in pool.opened] == [True, False]
     assert await pool.pid() == replacement  # and the new one is pooled
 
@@ -186,9 +182,9 @@ async def test_a_dropped_connection_retires_every_idle_one_opened_before_it(
     assert len(pool.opened) == 4
     for pid in pool.pids:
         await _terminate(conninfo, pid)
-    errors = _errors()
+    errors = database_errors()
     after = [await pool.pid() for _ in range(4)]
-    assert _errors() == errors + 1  # the first statement's dropped connection, only
+    assert database_errors() == errors + 1  # the first statement's dropped connection, only
     assert len(pool.opened) == 5 and set(after) == {pool.pids[4]}
     assert [connection.closed for connection in pool.opened] == [True] * 4 + [False]
 
@@ -230,12 +226,12 @@ async def test_the_pools_own_statement_deadline_cancels_the_statement_on_the_ser
     session: the pool bounds the statement and cancels it where it runs."""
     pool = make_pool(size=1, statement_deadline_s=0.3)
     used = await pool.pid()
-    errors = _errors()
+    errors = database_errors()
     started = asyncio.get_running_loop().time()
     with pytest.raises(ReadFailed, match="QueryCanceled"):
         await pool.reads.rows("SELECT pg_sleep(5)", ())
     assert asyncio.get_running_loop().time() - started < 3
-    assert _errors() == errors + 1
+    assert database_errors() == errors + 1
     async with await psycopg.AsyncConnection.connect(conninfo, autocommit=True) as admin:
         cursor = await admin.execute("SELECT state FROM pg_stat_activity WHERE pid = %s", (used,))
         assert await cursor.fetchall() == [("idle",)]  # not still sleeping
@@ -250,11 +246,11 @@ async def test_a_statement_is_retried_once_only(make_pool: Callable[..., Pool], 
         await _terminate(conninfo, pid)
 
     pool = make_pool(size=1, opened_hook=drop)
-    errors = _errors()
+    errors = database_errors()
     with pytest.raises(ReadFailed):
         await pool.pid()
     assert len(pool.opened) == 2
-    assert _errors() == errors + 2
+    assert database_errors() == errors + 2
     assert all(connection.closed for connection in pool.opened)
 
 
@@ -294,10 +290,10 @@ async def test_a_connection_runs_its_statements_on_one_cursor_even_after_an_erro
 async def test_after_a_statement_error_a_usable_connection_is_lent_again(make_pool: Callable[..., Pool]) -> None:
     pool = make_pool(size=1, server_options="-c statement_timeout=50")
     used = await pool.pid()
-    errors = _errors()
+    errors = database_errors()
     with pytest.raises(ReadFailed, match="QueryCanceled"):
         await pool.reads.rows("SELECT pg_sleep(1)", ())
-    assert _errors() == errors + 1
+    assert database_errors() == errors + 1
     assert await pool.pid() == used
     assert len(pool.opened) == 1
 
@@ -365,12 +361,12 @@ async def test_a_connection_the_server_refuses_fails_the_read_at_once(database_u
     database = Database(_settings(unreachable, db_pool_timeout_s=5))
     loop = asyncio.get_running_loop()
     try:
-        errors = _errors()
+        errors = database_errors()
         started = loop.time()
         with pytest.raises(ReadFailed, match="OperationalError"):
             await database.ping()
         assert loop.time() - started < 1  # not the pool timeout: nothing retries behind it
-        assert _errors() == errors + 1
+        assert database_errors() == errors + 1
     finally:
         await database.dispose()
 

@@ -19,7 +19,6 @@ from sqlalchemy.engine import make_url
 
 from engine import records
 from engine.db import Database, fetch
-from engine.metrics import DATABASE_ERRORS
 from engine.read_pool import ReadFailed
 from engine.records import EntityKind, Shape
 from engine.settings import Settings
@@ -27,6 +26,7 @@ from engine.statements import ReadStatement
 from tests.conftest import TEST_PEPPER
 from tests.databases import postgres_database
 from tests.factories import add_campaign, add_entity, add_session, at
+from tests.metrics import database_errors
 
 
 @pytest.fixture
@@ -131,13 +131,13 @@ async def test_a_connection_the_database_dropped_is_replaced_without_an_error(po
                 " WHERE datname = current_database() AND pid <> pg_backend_pid()"
             ).fetchone()
         assert ended is not None and ended[0] >= 1
-        errors_before = DATABASE_ERRORS._value.get()
+        errors_before = database_errors()
         reader = database.reader
         first_page = records._session_page(False, False, Shape.FIRST)
         rows = await reader.fetch(first_page, {"campaign_id": "none", "size": 1})
         assert rows == []
         # The dropped connection's error was counted, then the read ran on a new one.
-        assert DATABASE_ERRORS._value.get() == errors_before + 1
+        assert database_errors() == errors_before + 1
     finally:
         await database.dispose()
 

@@ -22,7 +22,7 @@ import redis
 
 from engine.db import Database
 from engine.keys import create_api_key
-from engine.ratelimit import RateLimits, Step
+from engine.ratelimit import RateLimits
 from engine.settings import Settings
 from rest.app import create_app
 from rest.runtime import Runtime
@@ -164,8 +164,7 @@ class Run:
 
 
 async def stored(limits: RateLimits, limit: str, identity: str) -> int:
-    step = Step.of(limit, getattr(limits, limit), identity)
-    return int(await limits._counters.storage.get(step.key) or 0)  # type: ignore[attr-defined]
+    return await limits.stored_count(limit, identity)
 
 
 def access_line(caplog: pytest.LogCaptureFixture) -> logging.LogRecord:
