@@ -26,6 +26,8 @@ from strawberry.schema.schema import StrawberryGraphQLCoreExecutionContext
 from strawberry.types.info import Info
 from uvicorn.protocols.http import httptools_impl
 
+from graphql_schema.schema import build_schema
+
 
 def parameters(function: Callable[..., Any]) -> list[str]:
     return list(inspect.signature(function).parameters)
@@ -105,6 +107,16 @@ class TestStrawberryInfo:
         why = explain("strawberry-graphql", "graphql_schema/query.py")
         assert "_raw_info" in inspect.signature(Info).parameters or "_raw_info" in Info.__annotations__, why
         assert "field_nodes" in graphql.GraphQLResolveInfo._fields, why
+
+
+def test_strawberry_schema_holds_the_graphql_core_schema() -> None:
+    """graphql_schema/prepared.py validates, costs and executes fixed documents on
+    Schema._schema, the graphql-core schema Strawberry builds (no public accessor)."""
+    schema = build_schema(introspection=True)
+    why = explain("strawberry-graphql", "graphql_schema/prepared.py")
+    assert isinstance(schema._schema, graphql.GraphQLSchema), why
+    published = graphql.build_schema(schema.as_str())
+    assert schema._schema.type_map.keys() == published.type_map.keys(), why
 
 
 class TestSqlAlchemyCompilerState:
