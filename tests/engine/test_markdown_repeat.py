@@ -1,0 +1,68 @@
+"""The shortcut of normalization's second parse (engine/markdown_repeat.py)."""
+
+from __future__ import annotations
+
+import dataclasses
+import random
+from typing import Any
+
+import pytest
+from markdown_it.token import Token
+
+from engine import markdown
+from engine.markdown import PublicMarkdown, render_public
+from engine.markdown_repeat import expecting, fingerprint, repeated
+from tests.benchmarks.generate import Blocks
+from tests.engine.test_gm_properties import SLOW_BEFORE, _corpus
+
+
+def _second_parse_repeats(raw: str) -> bool:
+    env: dict[str, Any] = {}
+    tokens = markdown._PUBLIC_MD.parse(raw, env)
+    rendered = markdown._render_tokens(markdown._PUBLIC_MD, tokens, env)
+    check_env = expecting(fingerprint(env))
+    markdown._PUBLIC_MD.parse(rendered, check_env)
+    return repeated(check_env)
+
+
+def test_the_fingerprint_covers_every_token_field_but_line_numbers() -> None:
+    # A field added to markdown-it's Token must be added to the fingerprint (or shown not
+    # to matter): a shortcut taken on tokens that differ would skip the stability check.
+    assert {field.name for field in dataclasses.fields(Token)} == {
+        "type", "tag", "nesting", "attrs", "map", "level", "children",
+        "content", "markup", "info", "meta", "block", "hidden",
+    }  # fmt: skip
+
+
+@pytest.mark.parametrize("raw", ["*a* `b` [c](d) " * 50, "```\nx\n" * 20, "# A\n\ntext\n\n- [ ] task\n"])
+def test_the_parse_of_output_that_reads_the_same_stops_early(raw: str) -> None:
+    assert _second_parse_repeats(raw)
+
+
+@pytest.mark.parametrize("raw", ["[[[", "* item\n", "a  \nb\n"])
+def test_the_parse_of_output_spelt_differently_runs_in_full(raw: str) -> None:
+    assert not _second_parse_repeats(raw)
+
+
+def test_different_references_are_a_different_parse() -> None:
+    env: dict[str, Any] = {}
+    markdown._PUBLIC_MD.parse("[a]\n\n[a]: /x\n", env)
+    check_env = expecting(fingerprint(env))
+    tokens = markdown._PUBLIC_MD.parse("[a]\n\n[a]: /y\n", check_env)
+    assert not repeated(check_env)
+    assert tokens
+
+
+def _documents() -> list[str]:
+    rng = random.Random(11)
+    blocks = Blocks(rng)
+    generated = [blocks.document(f"Title {n}", rng.choice([500, 2000, 5000])) for n in range(30)]
+    return generated + [case.values[0] for case in _corpus()] + [raw[:5_000] for raw in SLOW_BEFORE.values()]
+
+
+def test_same_output_as_without_the_shortcut(monkeypatch: pytest.MonkeyPatch) -> None:
+    documents = _documents()
+    with_shortcut = [render_public(raw) for raw in documents]
+    monkeypatch.setattr(markdown, "expecting", lambda _fingerprint: {})
+    without: list[PublicMarkdown] = [render_public(raw) for raw in documents]
+    assert with_shortcut == without
