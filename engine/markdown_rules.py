@@ -45,6 +45,7 @@ from engine.markdown_regions import (
 REMOVED_BLOCK = "gm_removed_block"
 _CODE_SPANS_ENV_KEY = "gm_code_spans"
 _SOURCE_INERT_ENV_KEY = "gm_source_inert"
+_PARSED_INLINE_ENV_KEY = "gm_parsed_inline"
 # Block rules that a GM container or secret section may interrupt, like a fence can.
 _INTERRUPTS = ["paragraph", "reference", "blockquote", "list"]
 
@@ -59,6 +60,7 @@ def gm_stripping_plugin(md: MarkdownIt) -> None:
     md.block.ruler.before(first_rule, "gm_section", _section_rule, {"alt": _INTERRUPTS})
     md.inline.ruler.at("backticks", _recording_backtick)
     md.core.ruler.after("block", "gm_strip", _strip_rule)
+    md.core.ruler.at("inline", _inline_rule)
 
 
 # -- block rules ---------------------------------------------------------------------------
@@ -270,6 +272,22 @@ def _strip_rule(state: StateCore) -> None:
     state.tokens[:] = _Stripper(state).run()
 
 
+def _inline_rule(state: StateCore) -> None:
+    """markdown-it's inline stage, taking the tokens of an unchanged content from the
+    parse the core rule made to find its code spans instead of parsing it again."""
+    parsed: dict[int, tuple[str, list[Token]]] = state.env.pop(_PARSED_INLINE_ENV_KEY, {})
+    for token in state.tokens:
+        if token.type != "inline":
+            continue
+        content, children = parsed.get(id(token), (None, []))
+        if content == token.content and not token.children:
+            token.children = children
+            continue
+        if token.children is None:
+            token.children = []
+        state.md.inline.parse(token.content, state.md, state.env, token.children)
+
+
 class _Stripper:
     """One document-order pass over the block tokens."""
 
@@ -280,6 +298,8 @@ class _Stripper:
         self.stack: list[Frame] = []
         # Level of the GM heading whose section is being cut, if any.
         self.cut_level: int | None = None
+        # Inline tokens parsed here, by id of their inline token, with the content parsed.
+        self.parsed_inline: dict[int, tuple[str, list[Token]]] = {}
 
     def run(self) -> list[Token]:
         tokens = self.state.tokens
@@ -297,6 +317,10 @@ class _Stripper:
             kept.append(token)
         self.state.env["references"] = references
         self.state.env.pop("duplicate_refs", None)
+        if references == self.block_references:
+            # The inline parses made to find code spans used the references the inline
+            # stage will use: where the content stayed the same, so would their tokens.
+            self.state.env[_PARSED_INLINE_ENV_KEY] = self.parsed_inline
         return _prune(kept)
 
     @property
@@ -418,7 +442,8 @@ class _Stripper:
         line_start = setext or (parent is not None and parent.type == "paragraph_open")
         code: list[tuple[int, int]] = []
         if "`" in token.content:
-            _, code = _parse_inline(self.state.md, token.content, self.block_references)
+            children, code = _parse_inline(self.state.md, token.content, self.block_references)
+            self.parsed_inline[id(token)] = (token.content, children)
         result = scan(
             token.content,
             self.stack,

@@ -1,4 +1,6 @@
-"""The shortcut of normalization's second parse (engine/markdown_repeat.py)."""
+"""Parses normalization leaves out: the inline stage of a check parse that repeats the
+first (engine/markdown_repeat.py) and inline parses the GM core rule already made
+(engine/markdown_rules.py). Output must be what it is without them."""
 
 from __future__ import annotations
 
@@ -9,7 +11,7 @@ from typing import Any
 import pytest
 from markdown_it.token import Token
 
-from engine import markdown
+from engine import markdown, markdown_rules
 from engine.markdown import PublicMarkdown, render_public
 from engine.markdown_repeat import expecting, fingerprint, repeated
 from tests.benchmarks.generate import Blocks
@@ -60,9 +62,27 @@ def _documents() -> list[str]:
     return generated + [case.values[0] for case in _corpus()] + [raw[:5_000] for raw in SLOW_BEFORE.values()]
 
 
-def test_same_output_as_without_the_shortcut(monkeypatch: pytest.MonkeyPatch) -> None:
+def test_same_output_as_without_the_shortcuts(monkeypatch: pytest.MonkeyPatch) -> None:
     documents = _documents()
-    with_shortcut = [render_public(raw) for raw in documents]
+    with_shortcuts = [render_public(raw) for raw in documents]
     monkeypatch.setattr(markdown, "expecting", lambda _fingerprint: {})
-    without: list[PublicMarkdown] = [render_public(raw) for raw in documents]
-    assert with_shortcut == without
+    without_repeat: list[PublicMarkdown] = [render_public(raw) for raw in documents]
+    # The core rule keeps the inline tokens it parsed in a dict nobody reads any more.
+    monkeypatch.setattr(
+        markdown_rules._Stripper, "parsed_inline", property(lambda _: {}, lambda *_: None), raising=False
+    )
+    without_either: list[PublicMarkdown] = [render_public(raw) for raw in documents]
+    assert with_shortcuts == without_repeat == without_either
+
+
+def test_a_paragraph_with_code_is_parsed_once_in_the_inline_stage(monkeypatch: pytest.MonkeyPatch) -> None:
+    inline_parses: list[str] = []
+    original = markdown._PUBLIC_MD.inline.parse
+
+    def counting_parse(src: str, *rest: Any) -> Any:
+        inline_parses.append(src)
+        return original(src, *rest)
+
+    monkeypatch.setattr(markdown._PUBLIC_MD.inline, "parse", counting_parse)
+    markdown._PUBLIC_MD.parse("a `b` c\n", {})
+    assert inline_parses == ["a `b` c"]
