@@ -22,7 +22,7 @@ from mdformat.renderer.typing import Postprocess, Render
 
 from engine.markdown_regions import container_opener
 from engine.markdown_repeat import expecting, fingerprint, repeat_detecting_plugin, repeated
-from engine.markdown_rules import gm_stripping_plugin
+from engine.markdown_rules import gm_stripping_plugin, share_code_spans
 from engine.markdown_tree import IndexedRenderTreeNode
 
 # Stored with every rendering (engine/renderings.py): a higher version than a row's means
@@ -206,6 +206,7 @@ def _normalized(raw: str | None) -> tuple[str, tuple[list[Token], dict[str, Any]
         # Parsing the output again stops before its inline stage when that parse would
         # repeat the last one (engine.markdown_repeat); the last tokens then stand for it.
         check_env = expecting(fingerprint(env))
+        share_code_spans(env, check_env)
         check_tokens = _PUBLIC_MD.parse(markdown, check_env)
         if repeated(check_env):
             return markdown, (tokens, env)

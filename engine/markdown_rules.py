@@ -46,6 +46,7 @@ REMOVED_BLOCK = "gm_removed_block"
 _CODE_SPANS_ENV_KEY = "gm_code_spans"
 _SOURCE_INERT_ENV_KEY = "gm_source_inert"
 _PARSED_INLINE_ENV_KEY = "gm_parsed_inline"
+_CODE_SPAN_MEMO_ENV_KEY = "gm_code_span_memo"
 # Block rules that a GM container or secret section may interrupt, like a fence can.
 _INTERRUPTS = ["paragraph", "reference", "blockquote", "list"]
 
@@ -245,6 +246,26 @@ def _recording_backtick(state: StateInline, silent: bool) -> bool:
     return True
 
 
+@dataclass(slots=True)
+class _CodeSpanMemo:
+    """Code spans of inline contents parsed with these references (label, href, title)."""
+
+    references: list[tuple[str, str, str]]
+    spans: dict[str, list[tuple[int, int]]] = field(default_factory=dict)
+
+
+def _references_key(references: dict[str, dict[str, Any]]) -> list[tuple[str, str, str]]:
+    return [(label, entry["href"], entry["title"]) for label, entry in sorted(references.items())]
+
+
+def share_code_spans(finished_env: dict[str, Any], next_env: dict[str, Any]) -> None:
+    """Let the next parse (by the same parser) reuse the code spans the finished one found:
+    they depend only on the inline content and the references, so normalization's check
+    parse need not parse its paragraphs with code twice."""
+    if _CODE_SPAN_MEMO_ENV_KEY in finished_env:
+        next_env[_CODE_SPAN_MEMO_ENV_KEY] = finished_env[_CODE_SPAN_MEMO_ENV_KEY]
+
+
 def _parse_inline(md: MarkdownIt, content: str, references: Any) -> tuple[list[Token], list[tuple[int, int]]]:
     """Inline tokens of `content` and the offsets of its code spans."""
     recorder = _CodeSpanRecorder(content)
@@ -294,6 +315,11 @@ class _Stripper:
     def __init__(self, state: StateCore) -> None:
         self.state = state
         self.block_references = state.env.get("references", {})
+        references_key = _references_key(self.block_references)
+        memo = state.env.get(_CODE_SPAN_MEMO_ENV_KEY)
+        if not isinstance(memo, _CodeSpanMemo) or memo.references != references_key:
+            memo = state.env[_CODE_SPAN_MEMO_ENV_KEY] = _CodeSpanMemo(references_key)
+        self.code_spans = memo
         self.source_lines = state.src.split("\n")
         self.stack: list[Frame] = []
         # Level of the GM heading whose section is being cut, if any.
@@ -442,8 +468,13 @@ class _Stripper:
         line_start = setext or (parent is not None and parent.type == "paragraph_open")
         code: list[tuple[int, int]] = []
         if "`" in token.content:
-            children, code = _parse_inline(self.state.md, token.content, self.block_references)
-            self.parsed_inline[id(token)] = (token.content, children)
+            known = self.code_spans.spans.get(token.content)
+            if known is None:
+                children, code = _parse_inline(self.state.md, token.content, self.block_references)
+                self.code_spans.spans[token.content] = code
+                self.parsed_inline[id(token)] = (token.content, children)
+            else:
+                code = known
         result = scan(
             token.content,
             self.stack,

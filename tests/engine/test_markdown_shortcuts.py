@@ -1,6 +1,7 @@
 """Parses normalization leaves out: the inline stage of a check parse that repeats the
-first (engine/markdown_repeat.py) and inline parses the GM core rule already made
-(engine/markdown_rules.py). Output must be what it is without them."""
+first (engine/markdown_repeat.py), inline parses the GM core rule already made and code
+spans an earlier parse found (engine/markdown_rules.py). Output must be what it is
+without them."""
 
 from __future__ import annotations
 
@@ -67,12 +68,31 @@ def test_same_output_as_without_the_shortcuts(monkeypatch: pytest.MonkeyPatch) -
     with_shortcuts = [render_public(raw) for raw in documents]
     monkeypatch.setattr(markdown, "expecting", lambda _fingerprint: {})
     without_repeat: list[PublicMarkdown] = [render_public(raw) for raw in documents]
-    # The core rule keeps the inline tokens it parsed in a dict nobody reads any more.
+    # The core rule keeps the inline tokens and code spans it found where nobody reads them.
     monkeypatch.setattr(
         markdown_rules._Stripper, "parsed_inline", property(lambda _: {}, lambda *_: None), raising=False
     )
-    without_either: list[PublicMarkdown] = [render_public(raw) for raw in documents]
-    assert with_shortcuts == without_repeat == without_either
+    monkeypatch.setattr(
+        markdown_rules._Stripper,
+        "code_spans",
+        property(lambda _: markdown_rules._CodeSpanMemo([]), lambda *_: None),
+        raising=False,
+    )
+    without_any: list[PublicMarkdown] = [render_public(raw) for raw in documents]
+    assert with_shortcuts == without_repeat == without_any
+
+
+def test_the_check_parse_finds_code_spans_without_parsing(monkeypatch: pytest.MonkeyPatch) -> None:
+    parsed: list[str] = []
+    original = markdown_rules._parse_inline
+
+    def counting_parse(md: Any, content: str, references: Any) -> Any:
+        parsed.append(content)
+        return original(md, content, references)
+
+    monkeypatch.setattr(markdown_rules, "_parse_inline", counting_parse)
+    assert render_public("a `b` [c]\n\n[c]: /d").markdown == "a `b` [c]\n\n[c]: /d\n"
+    assert parsed == ["a `b` [c]"]
 
 
 def test_a_paragraph_with_code_is_parsed_once_in_the_inline_stage(monkeypatch: pytest.MonkeyPatch) -> None:
