@@ -21,7 +21,8 @@ from mdformat.renderer import DEFAULT_RENDERERS, MDRenderer, RenderContext, Rend
 from mdformat.renderer.typing import Postprocess, Render
 
 from engine.markdown_regions import container_opener
-from engine.markdown_rules import gm_stripping_plugin
+from engine.markdown_repeat import expecting, fingerprint, repeat_detecting_plugin, repeated
+from engine.markdown_rules import gm_stripping_plugin, share_code_spans
 from engine.markdown_tree import IndexedRenderTreeNode
 
 # Stored with every rendering (engine/renderings.py): a higher version than a row's means
@@ -51,7 +52,8 @@ def render_public(raw: str | None) -> PublicMarkdown:
     if not markdown:
         return _EMPTY
     # The parse that showed the Markdown normalized serves the text too: the parse is the
-    # same for both forms, only the output plugins differ.
+    # same for both forms, only the output plugins differ. The tree is built anew because
+    # rendering may change it (mdformat-gfm takes the checkbox out of a task list item).
     text = _render_tokens(_TEXT_MD, *checked) if checked else markdown_to_text(markdown)
     return PublicMarkdown(markdown, text)
 
@@ -176,6 +178,7 @@ def _build_markdown_it(*output_plugins: object) -> MarkdownIt:
     mdit.options["parser_extension"].append(gfm)
     gfm.update_mdit(mdit)  # adds the "tables" extension too
     mdit.use(gm_stripping_plugin)
+    mdit.use(repeat_detecting_plugin)
     mdit.options["parser_extension"].extend(output_plugins)
     # markdown-it compiles its rule chains lazily, filling a dict another thread could read
     # half-built (a core chain without the GM rule would strip nothing): compile them now.
@@ -189,16 +192,26 @@ _TEXT_MD = _build_markdown_it(_PublicOutputPlugin, _TextOutputPlugin)
 
 
 def _normalized(raw: str | None) -> tuple[str, tuple[list[Token], dict[str, Any]] | None]:
-    """The public Markdown of `raw`, with the tokens and env of its last parse when that
-    parse rendered it unchanged (None when the passes ran out first)."""
+    """The public Markdown of `raw`, with the tokens and env of a parse that renders it
+    unchanged (None when the passes ran out first)."""
+    if not raw:
+        return "", None
     # A byte-order mark is an encoding artifact, not text: one pasted in front of an opener
     # must not stop it being one (markdown-it reads it as text).
-    markdown = _render(_PUBLIC_MD, raw.removeprefix("\ufeff")) if raw else ""
+    env: dict[str, Any] = {}
+    tokens = _PUBLIC_MD.parse(raw.removeprefix("\ufeff"), env)
+    markdown = _render_tokens(_PUBLIC_MD, tokens, env)
     for _ in range(_MAX_NORMALIZATION_PASSES):
         if not markdown:
             return "", None
-        env: dict[str, Any] = {}
-        tokens = _PUBLIC_MD.parse(markdown, env)
+        # Parsing the output again stops before its inline stage when that parse would
+        # repeat the last one (engine.markdown_repeat); the last tokens then stand for it.
+        check_env = expecting(fingerprint(env))
+        share_code_spans(env, check_env)
+        check_tokens = _PUBLIC_MD.parse(markdown, check_env)
+        if repeated(check_env):
+            return markdown, (tokens, env)
+        tokens, env = check_tokens, check_env
         again = _render_tokens(_PUBLIC_MD, tokens, env)
         if again == markdown:
             return markdown, (tokens, env)

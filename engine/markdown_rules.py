@@ -45,6 +45,8 @@ from engine.markdown_regions import (
 REMOVED_BLOCK = "gm_removed_block"
 _CODE_SPANS_ENV_KEY = "gm_code_spans"
 _SOURCE_INERT_ENV_KEY = "gm_source_inert"
+_PARSED_INLINE_ENV_KEY = "gm_parsed_inline"
+_CODE_SPAN_MEMO_ENV_KEY = "gm_code_span_memo"
 # Block rules that a GM container or secret section may interrupt, like a fence can.
 _INTERRUPTS = ["paragraph", "reference", "blockquote", "list"]
 
@@ -59,6 +61,7 @@ def gm_stripping_plugin(md: MarkdownIt) -> None:
     md.block.ruler.before(first_rule, "gm_section", _section_rule, {"alt": _INTERRUPTS})
     md.inline.ruler.at("backticks", _recording_backtick)
     md.core.ruler.after("block", "gm_strip", _strip_rule)
+    md.core.ruler.at("inline", _inline_rule)
 
 
 # -- block rules ---------------------------------------------------------------------------
@@ -243,6 +246,26 @@ def _recording_backtick(state: StateInline, silent: bool) -> bool:
     return True
 
 
+@dataclass(slots=True)
+class _CodeSpanMemo:
+    """Code spans of inline contents parsed with these references (label, href, title)."""
+
+    references: list[tuple[str, str, str]]
+    spans: dict[str, list[tuple[int, int]]] = field(default_factory=dict)
+
+
+def _references_key(references: dict[str, dict[str, Any]]) -> list[tuple[str, str, str]]:
+    return [(label, entry["href"], entry["title"]) for label, entry in sorted(references.items())]
+
+
+def share_code_spans(finished_env: dict[str, Any], next_env: dict[str, Any]) -> None:
+    """Let the next parse (by the same parser) reuse the code spans the finished one found:
+    they depend only on the inline content and the references, so normalization's check
+    parse need not parse its paragraphs with code twice."""
+    if _CODE_SPAN_MEMO_ENV_KEY in finished_env:
+        next_env[_CODE_SPAN_MEMO_ENV_KEY] = finished_env[_CODE_SPAN_MEMO_ENV_KEY]
+
+
 def _parse_inline(md: MarkdownIt, content: str, references: Any) -> tuple[list[Token], list[tuple[int, int]]]:
     """Inline tokens of `content` and the offsets of its code spans."""
     recorder = _CodeSpanRecorder(content)
@@ -270,16 +293,39 @@ def _strip_rule(state: StateCore) -> None:
     state.tokens[:] = _Stripper(state).run()
 
 
+def _inline_rule(state: StateCore) -> None:
+    """markdown-it's inline stage, taking the tokens of an unchanged content from the
+    parse the core rule made to find its code spans instead of parsing it again."""
+    parsed: dict[int, tuple[str, list[Token]]] = state.env.pop(_PARSED_INLINE_ENV_KEY, {})
+    for token in state.tokens:
+        if token.type != "inline":
+            continue
+        content, children = parsed.get(id(token), (None, []))
+        if content == token.content and not token.children:
+            token.children = children
+            continue
+        if token.children is None:
+            token.children = []
+        state.md.inline.parse(token.content, state.md, state.env, token.children)
+
+
 class _Stripper:
     """One document-order pass over the block tokens."""
 
     def __init__(self, state: StateCore) -> None:
         self.state = state
         self.block_references = state.env.get("references", {})
+        references_key = _references_key(self.block_references)
+        memo = state.env.get(_CODE_SPAN_MEMO_ENV_KEY)
+        if not isinstance(memo, _CodeSpanMemo) or memo.references != references_key:
+            memo = state.env[_CODE_SPAN_MEMO_ENV_KEY] = _CodeSpanMemo(references_key)
+        self.code_spans = memo
         self.source_lines = state.src.split("\n")
         self.stack: list[Frame] = []
         # Level of the GM heading whose section is being cut, if any.
         self.cut_level: int | None = None
+        # Inline tokens parsed here, by id of their inline token, with the content parsed.
+        self.parsed_inline: dict[int, tuple[str, list[Token]]] = {}
 
     def run(self) -> list[Token]:
         tokens = self.state.tokens
@@ -297,6 +343,10 @@ class _Stripper:
             kept.append(token)
         self.state.env["references"] = references
         self.state.env.pop("duplicate_refs", None)
+        if references == self.block_references:
+            # The inline parses made to find code spans used the references the inline
+            # stage will use: where the content stayed the same, so would their tokens.
+            self.state.env[_PARSED_INLINE_ENV_KEY] = self.parsed_inline
         return _prune(kept)
 
     @property
@@ -418,7 +468,13 @@ class _Stripper:
         line_start = setext or (parent is not None and parent.type == "paragraph_open")
         code: list[tuple[int, int]] = []
         if "`" in token.content:
-            _, code = _parse_inline(self.state.md, token.content, self.block_references)
+            known = self.code_spans.spans.get(token.content)
+            if known is None:
+                children, code = _parse_inline(self.state.md, token.content, self.block_references)
+                self.code_spans.spans[token.content] = code
+                self.parsed_inline[id(token)] = (token.content, children)
+            else:
+                code = known
         result = scan(
             token.content,
             self.stack,

@@ -1,0 +1,108 @@
+"""Parses normalization leaves out: the inline stage of a check parse that repeats the
+first (engine/markdown_repeat.py), inline parses the GM core rule already made and code
+spans an earlier parse found (engine/markdown_rules.py). Output must be what it is
+without them."""
+
+from __future__ import annotations
+
+import dataclasses
+import random
+from typing import Any
+
+import pytest
+from markdown_it.token import Token
+
+from engine import markdown, markdown_rules
+from engine.markdown import PublicMarkdown, render_public
+from engine.markdown_repeat import expecting, fingerprint, repeated
+from tests.benchmarks.generate import Blocks
+from tests.engine.test_gm_properties import SLOW_BEFORE, _corpus
+
+
+def _second_parse_repeats(raw: str) -> bool:
+    env: dict[str, Any] = {}
+    tokens = markdown._PUBLIC_MD.parse(raw, env)
+    rendered = markdown._render_tokens(markdown._PUBLIC_MD, tokens, env)
+    check_env = expecting(fingerprint(env))
+    markdown._PUBLIC_MD.parse(rendered, check_env)
+    return repeated(check_env)
+
+
+def test_the_fingerprint_covers_every_token_field_but_line_numbers() -> None:
+    # A field added to markdown-it's Token must be added to the fingerprint (or shown not
+    # to matter): a shortcut taken on tokens that differ would skip the stability check.
+    assert {field.name for field in dataclasses.fields(Token)} == {
+        "type", "tag", "nesting", "attrs", "map", "level", "children",
+        "content", "markup", "info", "meta", "block", "hidden",
+    }  # fmt: skip
+
+
+@pytest.mark.parametrize("raw", ["*a* `b` [c](d) " * 50, "```\nx\n" * 20, "# A\n\ntext\n\n- [ ] task\n"])
+def test_the_parse_of_output_that_reads_the_same_stops_early(raw: str) -> None:
+    assert _second_parse_repeats(raw)
+
+
+@pytest.mark.parametrize("raw", ["[[[", "* item\n", "a  \nb\n"])
+def test_the_parse_of_output_spelt_differently_runs_in_full(raw: str) -> None:
+    assert not _second_parse_repeats(raw)
+
+
+def test_different_references_are_a_different_parse() -> None:
+    env: dict[str, Any] = {}
+    markdown._PUBLIC_MD.parse("[a]\n\n[a]: /x\n", env)
+    check_env = expecting(fingerprint(env))
+    tokens = markdown._PUBLIC_MD.parse("[a]\n\n[a]: /y\n", check_env)
+    assert not repeated(check_env)
+    assert tokens
+
+
+def _documents() -> list[str]:
+    rng = random.Random(11)
+    blocks = Blocks(rng)
+    generated = [blocks.document(f"Title {n}", rng.choice([500, 2000, 5000])) for n in range(30)]
+    return generated + [case.values[0] for case in _corpus()] + [raw[:5_000] for raw in SLOW_BEFORE.values()]
+
+
+def test_same_output_as_without_the_shortcuts(monkeypatch: pytest.MonkeyPatch) -> None:
+    documents = _documents()
+    with_shortcuts = [render_public(raw) for raw in documents]
+    monkeypatch.setattr(markdown, "expecting", lambda _fingerprint: {})
+    without_repeat: list[PublicMarkdown] = [render_public(raw) for raw in documents]
+    # The core rule keeps the inline tokens and code spans it found where nobody reads them.
+    monkeypatch.setattr(
+        markdown_rules._Stripper, "parsed_inline", property(lambda _: {}, lambda *_: None), raising=False
+    )
+    monkeypatch.setattr(
+        markdown_rules._Stripper,
+        "code_spans",
+        property(lambda _: markdown_rules._CodeSpanMemo([]), lambda *_: None),
+        raising=False,
+    )
+    without_any: list[PublicMarkdown] = [render_public(raw) for raw in documents]
+    assert with_shortcuts == without_repeat == without_any
+
+
+def test_the_check_parse_finds_code_spans_without_parsing(monkeypatch: pytest.MonkeyPatch) -> None:
+    parsed: list[str] = []
+    original = markdown_rules._parse_inline
+
+    def counting_parse(md: Any, content: str, references: Any) -> Any:
+        parsed.append(content)
+        return original(md, content, references)
+
+    monkeypatch.setattr(markdown_rules, "_parse_inline", counting_parse)
+    assert render_public("a `b` [c]\n\n[c]: /d").markdown == "a `b` [c]\n\n[c]: /d\n"
+    assert parsed == ["a `b` [c]"]
+
+
+def test_a_paragraph_with_code_is_parsed_once_in_the_inline_stage(monkeypatch: pytest.MonkeyPatch) -> None:
+    inline_parses: list[str] = []
+    original = markdown._PUBLIC_MD.inline.parse
+
+    def counting_parse(src: str, *rest: Any) -> Any:
+        inline_parses.append(src)
+        return original(src, *rest)
+
+    monkeypatch.setattr(markdown._PUBLIC_MD.inline, "parse", counting_parse)
+    markdown._PUBLIC_MD.parse("a `b` c\n", {})
+    assert inline_parses == ["a `b` c"]
