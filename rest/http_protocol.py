@@ -26,8 +26,6 @@ from uvicorn.config import Config
 from uvicorn.protocols.http.httptools_impl import STATUS_LINE, HttpToolsProtocol
 from uvicorn.server import ServerState
 
-from rest.coalescing_transport import CoalescingTransport
-
 # A request line plus headers (or a trailer section) larger than this is refused: h11's
 # default bound, which clients of Python servers already meet. It also bounds the number
 # of headers, to about 4,000 (a header line takes at least 4 bytes).
@@ -36,8 +34,7 @@ _REFUSAL_BODY = b"Request header fields too large."
 
 
 class BoundedHttpToolsProtocol(HttpToolsProtocol):
-    """HttpToolsProtocol that refuses a request head or trailer section beyond a size, and
-    writes through a CoalescingTransport (rest/coalescing_transport.py)."""
+    """HttpToolsProtocol that refuses a request head or trailer section beyond a size."""
 
     def __init__(
         self,
@@ -56,11 +53,6 @@ class BoundedHttpToolsProtocol(HttpToolsProtocol):
         # Whether every byte of the data being fed belongs to the current section: a
         # section that begins inside the data is counted from the next data on.
         self._feed_within_section = False
-
-    def connection_made(self, transport: asyncio.Transport) -> None:  # type: ignore[override]
-        super().connection_made(transport)
-        # A response's head and body, written in one step, leave in one system call.
-        self.transport = CoalescingTransport(transport, self.loop)
 
     def data_received(self, data: bytes) -> None:
         # An open section is fed no more than it may still take: if it is still open after

@@ -63,12 +63,6 @@ class TestUvicornHttpToolsProtocol:
         for attribute in ("self.parser", "self.cycle", "self.pipeline", "self.server_state", "self.logger"):
             assert attribute in source, f"{attribute}: {self.WHY}"
 
-    def test_responses_are_written_to_the_transport_attribute(self) -> None:
-        # The subclass replaces `self.transport` after connection_made (a CoalescingTransport):
-        # each request's cycle must be handed that attribute, read when its head is complete.
-        source = inspect.getsource(httptools_impl.HttpToolsProtocol.on_headers_complete)
-        assert "transport=self.transport" in source, self.WHY
-
 
 class TestGraphqlCore:
     """graphql_schema/execution.py overrides the execution context's field execution and
