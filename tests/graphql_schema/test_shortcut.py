@@ -3,7 +3,8 @@
 Each REST document is run through its shortcut and through graphql-core's executor (the
 path it takes without one) on the same data: equal data, equal errors (message, path,
 original error), for records that exist, ids that do not, pages with and without a next
-page, and cursors that do not parse. Documents of other shapes get no shortcut.
+page, and cursors that do not parse. Documents of other shapes get no shortcut. Arguments
+passed on without coercion are those graphql-core's coercion gives.
 """
 
 from __future__ import annotations
@@ -11,7 +12,8 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
-from graphql import ExecutionResult, parse
+from graphql import ExecutionResult, FieldNode, OperationDefinitionNode, parse
+from graphql.execution.values import get_argument_values, get_variable_values
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from engine.errors import InvalidCursor, RecordNotFound
@@ -121,3 +123,62 @@ async def test_variables_that_do_not_coerce_are_left_to_graphql_core(db: AsyncSe
     assert await shortcut.run(variables=variables, context=context) is None
     result = await prepared(documents.SESSIONS_LIST).execute(variables=variables, context=context)
     assert result.errors is not None and "limit" in result.errors[0].message
+
+
+def test_every_rest_document_takes_its_arguments_from_its_variables() -> None:
+    for document in documents.ALL:
+        shortcut = RootFieldShortcut.of(SCHEMA._schema, parse(document))
+        assert shortcut is not None and shortcut.direct is not None, document
+
+
+def _coerced_arguments(document: str, variables: dict[str, Any]) -> dict[str, Any] | None:
+    """The arguments graphql-core builds from `variables` (None: they do not coerce)."""
+    operation = parse(document).definitions[0]
+    assert isinstance(operation, OperationDefinitionNode)
+    coerced = get_variable_values(SCHEMA._schema, operation.variable_definitions, variables)
+    if isinstance(coerced, list):
+        return None
+    node = operation.selection_set.selections[0]
+    assert isinstance(node, FieldNode) and SCHEMA._schema.query_type is not None
+    return get_argument_values(SCHEMA._schema.query_type.fields[node.name.value], node, coerced)
+
+
+@pytest.mark.parametrize(
+    ("document", "variables", "direct"),
+    [
+        (documents.SESSION_RECORD, {"id": "abc"}, True),
+        (documents.SESSION_RECORD, {"id": 5}, False),  # an ID given as an int becomes "5"
+        (documents.SESSION_RECORD, {"id": None}, False),  # null for a non-null ID
+        (documents.SESSION_RECORD, {}, False),
+        (documents.SESSIONS_LIST, {"limit": 2, "cursor": None}, True),
+        (documents.SESSIONS_LIST, {"limit": None, "cursor": "c"}, True),
+        (documents.SESSIONS_LIST, {"limit": 2}, False),  # a variable not given is not a null
+        (documents.SESSIONS_LIST, {"limit": True, "cursor": None}, False),
+        (documents.SESSIONS_LIST, {"limit": 2**31, "cursor": None}, False),
+        (documents.SESSIONS_LIST, {"limit": -(2**31), "cursor": None}, True),
+        (documents.CHANGES_LIST, {"limit": 2.0, "cursor": None}, False),
+    ],
+)
+def test_arguments_taken_directly_are_those_graphql_core_coerces(
+    document: str, variables: dict[str, Any], direct: bool
+) -> None:
+    shortcut = RootFieldShortcut.of(SCHEMA._schema, parse(document))
+    assert shortcut is not None and shortcut.direct is not None
+    arguments = shortcut.direct.values(variables)
+    assert (arguments is not None) == direct
+    if arguments is not None:
+        assert arguments == _coerced_arguments(document, variables)
+
+
+@pytest.mark.parametrize(
+    "document",
+    [
+        'query ($id: ID = "x") { session(id: $id) { id } }',  # a variable's default
+        'query { session(id: "x") { id } }',  # a literal argument
+        "query ($limit: Int) { sessions(limit: $limit) { data { id } } }",  # an argument left out
+        "query ($id: ID!, $other: ID) { session(id: $id) { id } }",  # a variable not passed on
+    ],
+)
+def test_other_arguments_are_coerced_by_graphql_core(document: str) -> None:
+    shortcut = RootFieldShortcut.of(SCHEMA._schema, parse(document))
+    assert shortcut is not None and shortcut.direct is None
