@@ -20,6 +20,7 @@ from engine.feed_writer import FeedWriter
 from engine.record_kinds import RECORD_KINDS
 from engine.record_writer import RecordWriter
 from engine.rendering import RenderPool
+from engine.settings import Settings
 from engine.tables import Campaign, Character, Faction, Item, Location, Session, User, WikiEntityColumns
 
 _counter = itertools.count(1)
@@ -182,3 +183,20 @@ def base_export(**arrays: list[Any]) -> dict[str, list[Any]]:
         "locations": [export_entity()],
     }
     return {**export, **arrays}
+
+
+# Limits no test or benchmark of bodies or CPU can reach.
+UNLIMITED = "1000000000 per minute"
+
+
+def unlimited_settings(database_url: str, *, pepper: str) -> Settings:
+    """Settings of a database with limits out of the way and quiet logs."""
+    return Settings(  # type: ignore[call-arg]
+        _env_file=None,
+        database_url=database_url,
+        api_key_pepper=pepper,
+        rate_limit_ip=UNLIMITED,
+        rate_limit_key=UNLIMITED,
+        rate_limit_owner=UNLIMITED,
+        log_level="WARNING",
+    )

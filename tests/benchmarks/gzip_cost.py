@@ -36,13 +36,13 @@ from engine.settings import Settings
 from rest.app import create_app
 from rest.compression import GZIP_LEVEL
 from tests.databases import sqlite_database
+from tests.factories import unlimited_settings
 
 GENERATOR = Path(__file__).with_name("generate.py")
 SIZE = ("--public-sessions", "400", "--private-sessions", "40", "--locations", "300", "--entities", "200")
 PAGES = ("sessions", "locations", "characters")
 LEVELS = (1, 6, 9)
 PEPPER = "gzip-cost-pepper-0123456789-abcdefghijkl"
-NO_LIMIT = "1000000000 per minute"
 
 
 def _scope(path: str, token: str, *, accept_gzip: bool) -> dict[str, Any]:
@@ -108,15 +108,7 @@ async def _seed(settings: Settings, export: Path) -> str:
 
 
 async def _measure(url: str, export: Path, *, batches: int, requests: int) -> None:
-    settings = Settings(  # type: ignore[call-arg]
-        _env_file=None,
-        database_url=url,
-        api_key_pepper=PEPPER,
-        rate_limit_ip=NO_LIMIT,
-        rate_limit_key=NO_LIMIT,
-        rate_limit_owner=NO_LIMIT,
-        log_level="WARNING",
-    )
+    settings = unlimited_settings(url, pepper=PEPPER)
     token = await _seed(settings, export)
     app = create_app(settings)
     print(f"gzip level of the service: {GZIP_LEVEL}; CPU per call, min of {batches} batches")

@@ -24,6 +24,7 @@ from engine.keys import create_api_key
 from engine.settings import Settings
 from rest.app import create_app
 from tests.contract.campaign import CAMPAIGN_A, CAMPAIGN_B, EXPORT, OWNER_A, OWNER_B
+from tests.factories import unlimited_settings
 
 GOLDEN = Path(__file__).with_name("bodies_before_sync.json")
 DEMO_EXPORT = resources.files("engine") / "demo" / "campaign.json"
@@ -32,7 +33,6 @@ CAMPAIGNS = ((CAMPAIGN_A, OWNER_A), (CAMPAIGN_B, OWNER_B), ("ashfall", "mara"))
 RESOURCES = ("sessions", "characters", "locations", "factions", "items")
 PAGE_SIZES = (None, 3, 100)
 PEPPER = "served-bodies-pepper-0123456789-abcdefgh"
-UNLIMITED = "1000000 per minute"
 
 
 def campaign_exports() -> list[dict[str, Any]]:
@@ -41,15 +41,7 @@ def campaign_exports() -> list[dict[str, Any]]:
 
 
 def settings_for(database_url: str) -> Settings:
-    return Settings(  # type: ignore[call-arg]
-        _env_file=None,
-        database_url=database_url,
-        api_key_pepper=PEPPER,
-        rate_limit_ip=UNLIMITED,
-        rate_limit_key=UNLIMITED,
-        rate_limit_owner=UNLIMITED,
-        log_level="WARNING",
-    )
+    return unlimited_settings(database_url, pepper=PEPPER)
 
 
 async def issue_tokens(database_url: str) -> dict[str, str]:
