@@ -32,3 +32,18 @@ class IndexedRenderTreeNode(RenderTreeNode):
             positions = {id(child): index for index, child in enumerate(parent.children)}
             parent.__dict__["_child_positions"] = positions
         return positions[id(self)]
+
+    def is_tight_list(self) -> bool:
+        """Whether this bullet or ordered list is tight: no paragraph of its items is shown
+        as a paragraph (mdformat's `is_tight_list`). Found once per list: mdformat asks
+        again for every item, which made a long list take time in n squared."""
+        known: bool | None = self.__dict__.get("_is_tight_list")
+        if known is None:
+            known = all(
+                grandchild.hidden
+                for child in self.children
+                for grandchild in child.children
+                if grandchild.type == "paragraph"
+            )
+            self.__dict__["_is_tight_list"] = known
+        return known

@@ -6,10 +6,12 @@ without them."""
 from __future__ import annotations
 
 import dataclasses
+import gc
 import random
 from typing import Any
 
 import pytest
+from markdown_it import MarkdownIt
 from markdown_it.token import Token
 
 from engine import markdown, markdown_rules
@@ -22,7 +24,7 @@ from tests.engine.test_gm_properties import SLOW_BEFORE, _corpus
 def _second_parse_repeats(raw: str) -> bool:
     env: dict[str, Any] = {}
     tokens = markdown._PUBLIC_MD.parse(raw, env)
-    rendered = markdown._render_tokens(markdown._PUBLIC_MD, tokens, env)
+    rendered = markdown._render_parse(markdown._PUBLIC_MD, markdown._Parse(tokens, env))
     check_env = expecting(fingerprint(env))
     markdown._PUBLIC_MD.parse(rendered, check_env)
     return repeated(check_env)
@@ -106,3 +108,61 @@ def test_a_paragraph_with_code_is_parsed_once_in_the_inline_stage(monkeypatch: p
     monkeypatch.setattr(markdown._PUBLIC_MD.inline, "parse", counting_parse)
     markdown._PUBLIC_MD.parse("a `b` c\n", {})
     assert inline_parses == ["a `b` c"]
+
+
+_BRACKET_RUNS = [
+    "[" * 3_000,
+    "![" * 1_500,
+    "[" * 2_999 + "]",
+    "![" * 1_499 + "]",
+    "][" * 1_000,
+    "[a](b) [c [d] ![e ![f](g) [",
+    "x [a]\n\n[a]: /u\n\n[b ![c",
+    "`]` [a ![b",
+    "| a | b |\n| - | - |\n| [x | ![y] |\n",
+    "[[[[[[[[[[[[[[[[[[[[[[a]()",
+]
+
+
+def _without_bracket_rule() -> MarkdownIt:
+    mdit = markdown._build_markdown_it(markdown._PublicOutputPlugin)
+    mdit.inline.ruler.disable("unclosable_bracket")
+    return mdit
+
+
+@pytest.mark.parametrize("raw", _BRACKET_RUNS)
+def test_a_bracket_with_no_close_after_it_parses_as_without_the_rule(raw: str) -> None:
+    assert markdown._PUBLIC_MD.parse(raw, {}) == _without_bracket_rule().parse(raw, {})
+
+
+def test_documents_parse_as_without_the_bracket_rule() -> None:
+    without = _without_bracket_rule()
+    for raw in _documents():
+        assert markdown._PUBLIC_MD.parse(raw, {}) == without.parse(raw, {})
+
+
+def test_rendering_from_a_shared_tree_gives_what_fresh_trees_give(monkeypatch: pytest.MonkeyPatch) -> None:
+    documents = [*_documents(), "- [ ] a task\n- [x] **done**\n\n# Heading\n\n![img](u) text\n"]
+    shared = [render_public(raw) for raw in documents]
+    monkeypatch.setattr(markdown, "_has_task_list_item", lambda _tokens: True)
+    assert [render_public(raw) for raw in documents] == shared
+
+
+def test_the_cycle_collector_is_paused_while_rendering_and_left_as_it_was(monkeypatch: pytest.MonkeyPatch) -> None:
+    collector_on_while_rendering: list[bool] = []
+    original = markdown._render_parse
+
+    def observing(*arguments: Any) -> str:
+        collector_on_while_rendering.append(gc.isenabled())
+        return original(*arguments)
+
+    monkeypatch.setattr(markdown, "_render_parse", observing)
+    try:
+        assert render_public("*a* `b` [c](d)").markdown == "*a* `b` [c](d)\n"
+        assert collector_on_while_rendering and not any(collector_on_while_rendering)
+        assert gc.isenabled()
+        gc.disable()
+        render_public("*a*")
+        assert not gc.isenabled()
+    finally:
+        gc.enable()
