@@ -1,6 +1,6 @@
 """Public Markdown rendered for the write path, on every core once there is enough of it.
 
-`engine.markdown.render_public` costs about 2 ms of CPU per KB of raw Markdown (mdformat,
+`engine.markdown.render_public` costs about 1.8 ms of CPU per KB of raw Markdown (mdformat,
 pure Python: two parses, three renders), which makes it the expensive part of an import. A `RenderPool`
 renders small amounts in the calling process and, past `inline_bytes` of raw Markdown,
 hands the rest to worker processes (spawned, so they inherit no database connection or
