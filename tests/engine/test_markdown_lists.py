@@ -4,7 +4,6 @@ mdformat-gfm's renderers, and long lists in time linear in their length."""
 
 from __future__ import annotations
 
-import time
 from collections.abc import Mapping
 from types import MappingProxyType
 from typing import Any, ClassVar
@@ -20,6 +19,7 @@ from engine import markdown
 from engine.markdown import render_public
 from engine.markdown_tasks import task_list_plugin
 from engine.markdown_tree import IndexedRenderTreeNode
+from tests.engine.render_growth import cpu_ratio_of_8x_the_input
 from tests.engine.test_markdown_shortcuts import _documents
 
 LISTS = [
@@ -91,13 +91,5 @@ def test_lists_render_as_mdformat_and_mdformat_gfm_render_them() -> None:
 
 @pytest.mark.parametrize("item", ["- a\n", "1. a\n", "- [ ] a\n", "- [x] a\n\n"])
 def test_a_list_renders_in_time_linear_in_its_length(item: str) -> None:
-    def cpu(count: int) -> float:
-        raw = item * count
-        started = time.process_time()
-        render_public(raw)
-        return time.process_time() - started
-
-    cpu(200)  # warm
-    short, long = min(cpu(1_000) for _ in range(2)), min(cpu(8_000) for _ in range(2))
-    # Linear: 8x the items, about 8x the time; in n squared it was 64x.
-    assert long < 20 * short
+    # Linear: about 8; in n squared it was 64.
+    assert cpu_ratio_of_8x_the_input(lambda count: item * count, 1_000) < 20

@@ -4,7 +4,6 @@ does (that rule is the oracle here), in linear time."""
 from __future__ import annotations
 
 import random
-import time
 
 from markdown_it import MarkdownIt
 from markdown_it.rules_inline import StateInline
@@ -12,8 +11,8 @@ from markdown_it.rules_inline import StateInline
 # The rule this one replaces, as the oracle (a private module: this test fails loudly if it moves).
 from mdformat_gfm._text_inline_rule import text_rule as gfm_text_rule  # type: ignore[import-untyped]
 
-from engine.markdown import render_public
 from engine.markdown_text_runs import _text
+from tests.engine.render_growth import cpu_ratio_of_8x_the_input
 
 _PIECES = [*"a_ *~(@.+-x:/wht\n[]!`", "www.", "http", "mailto:", "xmpp:", "a@b", "  "]
 
@@ -34,13 +33,5 @@ def test_same_stops_as_mdformat_gfms_rule_everywhere_in_random_sources() -> None
 
 
 def test_a_long_run_of_address_characters_renders_in_linear_time() -> None:
-    def cpu(count: int) -> float:
-        raw = "_a" * count + "@b.c"
-        started = time.process_time()
-        render_public(raw)
-        return time.process_time() - started
-
-    cpu(100)  # warm
-    short, long = min(cpu(2_000) for _ in range(2)), min(cpu(16_000) for _ in range(2))
-    # 8x the text, about 8x the time; in n squared it was 64x.
-    assert long < 20 * short
+    # Linear: about 8; in n squared it was 64.
+    assert cpu_ratio_of_8x_the_input(lambda count: "_a" * count + "@b.c", 2_000) < 20
