@@ -200,7 +200,12 @@ def _wrapped(draw: st.DrawFn, block: str, *, indent_up_to: int = 3) -> str:
     if wrapper == "quote":
         return "\n".join(f"> {line}".rstrip() for line in lines)
     if wrapper == "list":
-        return "\n".join([f"- {lines[0]}", *(f"  {line}" if line else "" for line in lines[1:])])
+        # A tab right after "- " is the marker's spacing: the item's text starts at column 4
+        # (CommonMark), so its other lines go there too, lined up under the first. At
+        # column 2 they would leave the item, and a closer meant as code inside it would
+        # read as a closer at its indentation.
+        continuation = "    " if lines[0].startswith("\t") else "  "
+        return "\n".join([f"- {lines[0]}", *(f"{continuation}{line}" if line else "" for line in lines[1:])])
     if wrapper == "html":
         return "<div>\n\n" + "\n".join(lines) + "\n\n</div>"
     return "\n".join(lines)
