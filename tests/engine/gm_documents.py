@@ -200,15 +200,28 @@ def _wrapped(draw: st.DrawFn, block: str, *, indent_up_to: int = 3) -> str:
     if wrapper == "quote":
         return "\n".join(f"> {line}".rstrip() for line in lines)
     if wrapper == "list":
-        # A tab right after "- " is the marker's spacing: the item's text starts at column 4
-        # (CommonMark), so its other lines go there too, lined up under the first. At
-        # column 2 they would leave the item, and a closer meant as code inside it would
-        # read as a closer at its indentation.
-        continuation = "    " if lines[0].startswith("\t") else "  "
+        # The item's other lines are lined up under its text. Anywhere else they could leave
+        # the item, and a closer meant as code inside it would read as a real closer.
+        continuation = " " * _item_text_column(lines[0])
         return "\n".join([f"- {lines[0]}", *(f"{continuation}{line}" if line else "" for line in lines[1:])])
     if wrapper == "html":
         return "<div>\n\n" + "\n".join(lines) + "\n\n</div>"
     return "\n".join(lines)
+
+
+def _item_text_column(first_line: str) -> int:
+    """Column where the text of the list item `- {first_line}` starts (CommonMark: the
+    marker's spacing is 1 to 4 columns, a tab reaching the next multiple of 4; wider
+    spacing leaves the text at column 2, an indented code block inside the item)."""
+    column = 1
+    for character in " " + first_line:
+        if character == " ":
+            column += 1
+        elif character == "\t":
+            column += 4 - column % 4
+        else:
+            break
+    return column if column - 1 <= 4 else 2
 
 
 def _unclosed_tail(draw: st.DrawFn, doc: GeneratedDocument) -> str:
@@ -235,7 +248,13 @@ def documents(draw: st.DrawFn) -> tuple[str, GeneratedDocument]:
             blocks.append(_wrapped(draw, _wrapped(draw, _public(draw, doc)), indent_up_to=0))
         elif kind == "removed":
             removed = _removed(draw, doc, form=draw(st.sampled_from(FORMS)))
-            blocks.append(_wrapped(draw, _wrapped(draw, removed), indent_up_to=0))
+            removed = _wrapped(draw, _wrapped(draw, removed), indent_up_to=0)
+            if removed.startswith("\t") and blocks:
+                # A tab-indented opener is top-level code only where no list item before it
+                # takes it in (an item takes lines indented past its text's column, blank
+                # line or not): a comment line at column 0 ends any such list first.
+                blocks.append("<!-- -->")
+            blocks.append(removed)
         else:
             blocks.append(_dropped_opener(draw, doc))
     if draw(st.booleans()):

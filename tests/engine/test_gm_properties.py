@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from hypothesis import HealthCheck, given, settings
+from hypothesis import HealthCheck, given, note, settings
 
 from engine.markdown import render_public
 from tests.engine.gm_documents import GeneratedDocument, documents
@@ -48,6 +48,7 @@ class TestGeneratedDocuments:
     @given(documents())
     def test_no_canary_every_public_word_idempotent_bounded(self, document: tuple[str, GeneratedDocument]) -> None:
         raw, doc = document
+        note(f"raw = {raw!r}")  # in full: pytest cuts the long reprs of a failing assertion
         started = time.process_time()
         assert_secret_and_stable(raw, doc.public_words)
         assert time.process_time() - started < _SMALL_DOCUMENT_CPU_S
