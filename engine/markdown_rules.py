@@ -142,8 +142,11 @@ def _scan_block(state: StateBlock, lines: _BlockLines, stack: list[Frame], start
         result = scan(lines.text, stack, options, start=start)
         if result.stopped_at is not None or lines.end_line >= end_line:
             return _BlockScan(lines, result.stack, result.stopped_at)
-        stack, start = result.stack, 0
-        lines = _BlockLines.read(state, lines.end_line, min(end_line, lines.end_line + 2 * len(lines.offsets)))
+        # Scanned again from the block's first line, three times as many lines: a closer
+        # that spans lines (`</section` newline `>`) may straddle the chunk's last line,
+        # and a scan resumed at the next line would see only its `>`. The chunks grow
+        # geometrically, so all the scans together cost a small multiple of the last one.
+        lines = _BlockLines.read(state, lines.first_line, min(end_line, lines.first_line + 3 * len(lines.offsets)))
 
 
 def _first_lines(state: StateBlock, start_line: int, end_line: int) -> _BlockLines:

@@ -82,6 +82,13 @@ class TestRegressionCorpus:
     def test_case(self, raw: str, public_words: list[str]) -> None:
         assert_secret_and_stable(raw, public_words)
 
+    def test_a_closer_split_over_lines_closes_on_any_line(self) -> None:
+        # The block rules read a section in growing chunks of lines; a closer straddling
+        # a chunk's last line once closed nothing (the rest of the document was removed).
+        for lines_inside in range(1, 300):
+            raw = '<section class="secret">\nCANARY\n' + "x\n" * lines_inside + "</section\n>\n\nPub"
+            assert render_public(raw).markdown == "Pub\n", lines_inside
+
 
 _SIZE = 100_000
 _SECTION = '<section class="secret">'
