@@ -80,10 +80,7 @@ def _body(draw: st.DrawFn, doc: GeneratedDocument, *, form: str, depth: int, enc
     items: list[str] = []
     for _ in range(draw(st.integers(1, 3))):
         kind = draw(st.sampled_from(["text", "inert", "nested", "list", "definition", "image"]))
-        # Inside an enclosing HTML comment the text is raw HTML, not Markdown: indented
-        # code, code spans and the like are plain text there, so a closer "in code" is a
-        # real closer (which then leaves the form's own closer opening another part).
-        if kind == "inert" and form in CLOSERS and "html" not in enclosing - {form}:
+        if kind == "inert" and form in CLOSERS:
             items.append(_inert_closer(draw, doc, CLOSERS[form]))
         elif kind == "nested" and depth < 2:
             # A comment of a kind already open would end it, in any reader.
