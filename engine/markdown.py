@@ -8,6 +8,7 @@ functions: no I/O, no web framework.
 
 from __future__ import annotations
 
+import functools
 import gc
 import re
 from collections.abc import Callable, Iterator, Mapping
@@ -66,11 +67,11 @@ def _without_cycle_collection(function: Callable[_Parameters, _Result]) -> Calla
     it alone, which costs that render only the speed-up.
     """
 
+    @functools.wraps(function)
     def paused(*args: _Parameters.args, **kwargs: _Parameters.kwargs) -> _Result:
         with _collector_paused():
             return function(*args, **kwargs)
 
-    paused.__doc__ = function.__doc__
     return paused
 
 

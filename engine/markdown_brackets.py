@@ -14,7 +14,9 @@ from __future__ import annotations
 from markdown_it import MarkdownIt
 from markdown_it.rules_inline import StateInline
 
-# env entry: (the inline state it was computed for, position of its source's last `]`).
+from engine.markdown_inline_memo import per_inline_source
+
+# env key of the position of an inline source's last `]` (engine.markdown_inline_memo).
 _LAST_CLOSE_ENV_KEY = "gm_last_label_close"
 
 
@@ -33,12 +35,5 @@ def _unclosable_bracket(state: StateInline, silent: bool) -> bool:
 
 
 def _last_close(state: StateInline) -> int:
-    # One search per inline state: a state's source never changes (a link rule narrows
-    # posMax while it parses a label, which only makes "no `]` after" truer).
-    known = state.env.get(_LAST_CLOSE_ENV_KEY)
-    if known is not None and known[0] is state:
-        last: int = known[1]
-        return last
-    last = state.src.rfind("]")
-    state.env[_LAST_CLOSE_ENV_KEY] = (state, last)
-    return last
+    # A narrower posMax (a link label being parsed) only makes "no `]` after" truer.
+    return per_inline_source(state, _LAST_CLOSE_ENV_KEY, lambda source: source.rfind("]"))

@@ -17,13 +17,15 @@ from bisect import bisect_right
 from markdown_it import MarkdownIt
 from markdown_it.rules_inline import StateInline
 
+from engine.markdown_inline_memo import per_inline_source
+
 _TERMINATOR = re.compile(r"[\n!#$%&*+\-:<=>@\[\\\]^_`{}~]")
 _AUTOLINK_AT_START = re.compile(r"www\.|http|mailto:|xmpp:|[a-zA-Z0-9._+-]+@")
 # A terminator, or an autolink keyword after a boundary character: whichever comes first.
 _STOP = re.compile(_TERMINATOR.pattern + r"|(?<=[ \t\n\v\f\r*_~(])(?:www\.|http|mailto:|xmpp:)")
 _ADDRESS_RUN = re.compile(r"[a-zA-Z0-9._+-]+")
 _BOUNDARY = re.compile(r"[ \t\n\v\f\r*_~(]")
-# env entry: (the inline state it was computed for, its address runs that reach an `@`).
+# env key of an inline source's address runs that reach an `@` (engine.markdown_inline_memo).
 _ADDRESS_RUNS_ENV_KEY = "gfm_address_runs"
 
 
@@ -69,15 +71,10 @@ def _next_stop(state: StateInline, position: int) -> int | None:
 
 
 def _address_runs(state: StateInline) -> list[tuple[int, int]]:
-    known = state.env.get(_ADDRESS_RUNS_ENV_KEY)
-    if known is not None and known[0] is state:
-        runs: list[tuple[int, int]] = known[1]
-        return runs
-    source = state.src
-    runs = (
-        [(run.start(), run.end()) for run in _ADDRESS_RUN.finditer(source) if source.startswith("@", run.end())]
-        if "@" in source
-        else []
-    )
-    state.env[_ADDRESS_RUNS_ENV_KEY] = (state, runs)
-    return runs
+    return per_inline_source(state, _ADDRESS_RUNS_ENV_KEY, _runs_reaching_an_at)
+
+
+def _runs_reaching_an_at(source: str) -> list[tuple[int, int]]:
+    if "@" not in source:
+        return []
+    return [(run.start(), run.end()) for run in _ADDRESS_RUN.finditer(source) if source.startswith("@", run.end())]
