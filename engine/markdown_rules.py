@@ -487,13 +487,18 @@ class _Stripper:
         kept = remove_ranges(token.content, result.removed).strip()
         if self.cut_level is None and is_heading and parent is not None and self._is_gm_heading(kept):
             self.cut_level = int(parent.tag[1:])
-        if self.cut_level is None and not is_heading and line_start:
-            # `##` and a no-break space, or the fullwidth forms of `## GM`: a paragraph to
-            # markdown-it, a GM heading to the author.
-            lookalike = gm_heading_line(kept.split("\n", 1)[0])
+        if self.cut_level is not None:
+            token.content = ""
+            return
+        if not is_heading and line_start:
+            # `##` and a no-break space, or the fullwidth forms of `## GM`, on any line of a
+            # paragraph: paragraph text to markdown-it, a GM heading to the author. Its
+            # section starts at that line.
+            lookalike = gm_heading_line(kept)
             if lookalike is not None:
-                self.cut_level = lookalike[1]
-        token.content = "" if self.cut_level is not None else kept
+                offset, self.cut_level = lookalike
+                kept = kept[:offset].rstrip()
+        token.content = kept
 
     def _is_gm_heading(self, content: str) -> bool:
         # `## **GM notes**` and `## \[GM\] plot` count as much as `## GM notes`.
