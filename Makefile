@@ -8,7 +8,7 @@ BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 PIP_COMPILE := pip-compile --quiet --allow-unsafe --strip-extras --no-emit-index-url --no-emit-find-links
 
-.PHONY: install ui-assets demo test fuzz-gm test-cluster lint lock bench bench-small soak clean
+.PHONY: install ui-assets demo test fuzz-gm test-cluster lint lock bench bench-small bench-render soak clean
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -89,6 +89,11 @@ bench-small: install $(BENCH_STAMP)
 		--private-sessions 600 --locations 2000 --entities 1000
 	BENCH_WORKER_PROFILES=1 BENCH_DEEP_PAGE=50 $(BIN)/python tests/benchmarks/run.py \
 		--export $(SMALL_EXPORT) --report artifacts/bench-small/bench.md
+
+# CPU of 100 KB of the densest Markdown shapes: render_public beside stock mdformat and
+# markdown-it's parse alone on the same input (tests/benchmarks/render_floor.py; ~2 minutes).
+bench-render: install
+	$(BIN)/python -m tests.benchmarks.render_floor
 
 # Soak (tests/soak/soak.py, not part of `make test`): two workers, Redis limits, steady
 # load for SOAK_SECONDS (default 600); report on stdout and in artifacts/soak.json.

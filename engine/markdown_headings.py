@@ -12,7 +12,7 @@ import re
 from bisect import bisect_right
 from dataclasses import dataclass
 
-from engine.markdown_text import fold_lookalikes, without_container_prefix
+from engine.markdown_text import fold_lookalikes, folds_to_none_of, without_container_prefix
 
 GM_HEADING_NAMES = frozenset(
     {"gm", "gm only", "gm notes", "gm secrets", "dm", "dm only", "dm notes", "secret", "secrets"}
@@ -88,6 +88,8 @@ def html_text(inner_html: str) -> str:
 def gm_heading_line(text: str) -> tuple[int, int] | None:
     """(offset, level) of the first line of raw `text` that reads as an ATX GM heading once
     quote and list markers are removed; None when there is none."""
+    if folds_to_none_of(text, "#"):
+        return None
     offset = 0
     for line in text.split("\n"):
         match = _ATX_HEADING_LINE.match(without_container_prefix(fold_lookalikes(line)))

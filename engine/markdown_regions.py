@@ -39,7 +39,7 @@ from dataclasses import dataclass, replace
 from enum import Enum
 
 from engine.markdown_inert import MAX_TAG_LENGTH, InertTest, never_inert
-from engine.markdown_text import fold_lookalikes, without_container_prefix
+from engine.markdown_text import fold_lookalikes, folds_to_none_of, without_container_prefix
 
 # A GM container opening line, after its indentation: `:::gm`, `::: DM`, `::::secret Title`.
 # Besides the contract's gm, gm-only, dm and secret, the hyphenated forms of the GM heading
@@ -119,12 +119,23 @@ class ScanResult:
 
 def scan(text: str, stack: Sequence[Frame], options: ScanOptions, start: int = 0) -> ScanResult:
     """Find the GM-only ranges of `text[start:]`, given the regions open before it."""
+    if not stack and not options.stop_when_closed and opens_nothing(text):
+        return ScanResult(removed=[], stack=[])
     return _Scanner(text, stack, options).run(start)
+
+
+def opens_nothing(text: str) -> bool:
+    """Whether `text` surely opens no region when none is open before it: it has none of
+    the characters every opener starts with (`<!--`, `<section`, `%%`, a `:::` line),
+    look-alikes of `:` included. Most paragraphs have none, and skip the scan."""
+    return "<" not in text and "%" not in text and folds_to_none_of(text, ":")
 
 
 def container_opener(line: str) -> re.Match[str] | None:
     """The opening-line match of a GM container, for a line without its indentation,
     read as the author sees it (engine.markdown_text)."""
+    if folds_to_none_of(line, ":"):
+        return None
     return GM_CONTAINER_OPENER.match(fold_lookalikes(line).lstrip(" "))
 
 

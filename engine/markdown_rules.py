@@ -35,6 +35,7 @@ from engine.markdown_regions import (
     ScanOptions,
     container_opener,
     is_fence_closer,
+    opens_nothing,
     remove_ranges,
     scan,
     secret_section_tag_end,
@@ -469,6 +470,27 @@ class _Stripper:
         is_heading = parent is not None and parent.type == "heading_open"
         setext = is_heading and parent is not None and parent.markup in ("=", "-")
         line_start = setext or (parent is not None and parent.type == "paragraph_open")
+        if self.stack or not opens_nothing(token.content):
+            kept = self._scan_inline(token, line_start)
+        else:
+            kept = token.content.strip()
+        if self.cut_level is None and is_heading and parent is not None and self._is_gm_heading(kept):
+            self.cut_level = int(parent.tag[1:])
+        if self.cut_level is not None:
+            token.content = ""
+            return
+        if not is_heading and line_start:
+            # `##` and a no-break space, or the fullwidth forms of `## GM`, on any line of a
+            # paragraph: paragraph text to markdown-it, a GM heading to the author. Its
+            # section starts at that line.
+            lookalike = gm_heading_line(kept)
+            if lookalike is not None:
+                offset, self.cut_level = lookalike
+                kept = kept[:offset].rstrip()
+        token.content = kept
+
+    def _scan_inline(self, token: Token, line_start: bool) -> str:
+        """The content of an inline token without its GM-only ranges."""
         code: list[tuple[int, int]] = []
         if "`" in token.content:
             known = self.code_spans.spans.get(token.content)
@@ -484,21 +506,7 @@ class _Stripper:
             ScanOptions(code=code, escapes=True, line_start=line_start, inert=_inert_test(token.content)),
         )
         self.stack = result.stack
-        kept = remove_ranges(token.content, result.removed).strip()
-        if self.cut_level is None and is_heading and parent is not None and self._is_gm_heading(kept):
-            self.cut_level = int(parent.tag[1:])
-        if self.cut_level is not None:
-            token.content = ""
-            return
-        if not is_heading and line_start:
-            # `##` and a no-break space, or the fullwidth forms of `## GM`, on any line of a
-            # paragraph: paragraph text to markdown-it, a GM heading to the author. Its
-            # section starts at that line.
-            lookalike = gm_heading_line(kept)
-            if lookalike is not None:
-                offset, self.cut_level = lookalike
-                kept = kept[:offset].rstrip()
-        token.content = kept
+        return remove_ranges(token.content, result.removed).strip()
 
     def _is_gm_heading(self, content: str) -> bool:
         # `## **GM notes**` and `## \[GM\] plot` count as much as `## GM notes`.

@@ -23,6 +23,19 @@ def fold_lookalikes(text: str) -> str:
     return _UNICODE_SPACE.sub(" ", unicodedata.normalize("NFKC", _INVISIBLE.sub("", text)))
 
 
+def folds_to_none_of(text: str, characters: str) -> bool:
+    """Whether `fold_lookalikes(text)` surely holds none of the ASCII `characters`.
+
+    A cheap test before the folding, which costs most of the time of a document made of
+    thousands of tiny blocks. Exact for ASCII text. For other text it reads the
+    compatibility decomposition (NFKD) instead: NFKC decomposes each character alone
+    (composing again only joins letters and marks), and dropping invisible characters
+    adds none, so every ASCII character of the folded text is in the decomposition.
+    """
+    decomposed = text if text.isascii() else unicodedata.normalize("NFKD", text)
+    return not any(character in decomposed for character in characters)
+
+
 # Lines of a quote or list item: a fence there hides closers as much as at the left margin.
 _CONTAINER_PREFIX = re.compile(r"(?:[ \t]{0,3}(?:>|[-+*](?=[ \t])|\d{1,9}[.)](?=[ \t]))[ \t]?)+")
 
