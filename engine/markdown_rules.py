@@ -479,13 +479,17 @@ class _Stripper:
         if self.cut_level is not None:
             token.content = ""
             return
-        if not is_heading and line_start:
-            # `##` and a no-break space, or the fullwidth forms of `## GM`, on any line of a
-            # paragraph: paragraph text to markdown-it, a GM heading to the author. Its
-            # section starts at that line.
-            lookalike = gm_heading_line(kept)
-            if lookalike is not None:
-                offset, self.cut_level = lookalike
+        if not is_heading:
+            # A GM heading markdown-it reads as paragraph or cell text, which starts its
+            # section where it stands: `##` and a no-break space, or the fullwidth forms of
+            # `## GM`, on any line of a paragraph (a heading to the author), or an HTML
+            # heading element among the text (a heading in a browser).
+            heading = gm_heading_line(kept) if line_start else None
+            html_heading = self._html_gm_heading(kept)
+            if html_heading is not None and (heading is None or html_heading[0] < heading[0]):
+                heading = html_heading
+            if heading is not None:
+                offset, self.cut_level = heading
                 kept = kept[:offset].rstrip()
         token.content = kept
 
@@ -508,12 +512,38 @@ class _Stripper:
         self.stack = result.stack
         return remove_ranges(token.content, result.removed).strip()
 
+    def _html_gm_heading(self, text: str) -> tuple[int, int] | None:
+        """(offset, level) of the first GM heading element (`<h2>GM notes</h2>`) in inline
+        Markdown `text`, None when there is none. One inside a code span, or whose `<` is
+        escaped, is text."""
+        if "<" not in text:
+            return None
+        candidates = [heading for heading in html_headings(text) if is_gm_heading_text(html_text(heading.inner_html))]
+        if not candidates:
+            return None
+        _, code = _parse_inline(self.state.md, text, self.block_references)
+        code_starts = [start for start, _ in code]
+        for heading in candidates:
+            index = bisect_right(code_starts, heading.start) - 1
+            in_code = index >= 0 and heading.start < code[index][1]
+            if not in_code and not _escaped(text, heading.start):
+                return heading.start, heading.level
+        return None
+
     def _is_gm_heading(self, content: str) -> bool:
         # `## **GM notes**` and `## \[GM\] plot` count as much as `## GM notes`.
         if is_gm_heading_text(content):
             return True
         children, _ = _parse_inline(self.state.md, content, self.block_references)
         return is_gm_heading_text(_plain_text(children))
+
+
+def _escaped(text: str, position: int) -> bool:
+    """Whether the character at `position` follows an odd run of backslashes."""
+    backslashes = 0
+    while position - backslashes > 0 and text[position - backslashes - 1] == "\\":
+        backslashes += 1
+    return backslashes % 2 == 1
 
 
 def _inert_test(text: str) -> InertTest:

@@ -78,9 +78,10 @@ class TestRegressionCorpus:
 _SIZE = 100_000
 _SECTION = '<section class="secret">'
 # Inputs that took time in n squared at some point (in our scanner, in mdformat's render
-# tree or in a regular expression) or over a second in markdown-it's label scans, each cut
-# to 100 KB. Long lists, task lists and address-like runs: tests/engine/test_markdown_lists.py
-# and test_markdown_text_runs.py.
+# tree or in a regular expression) or over a second in markdown-it's label scans, or would
+# if read naively (many GM heading elements that are code or escaped), each cut to 100 KB.
+# Long lists, task lists and address-like runs: tests/engine/test_markdown_lists.py and
+# test_markdown_text_runs.py.
 SLOW_BEFORE = {
     "section-tags-without-end": "<section " * (_SIZE // 9),
     "secret-section-tags-without-end": '<section class="secret" ' * (_SIZE // 24),
@@ -101,6 +102,8 @@ SLOW_BEFORE = {
     "unclosed-containers": ":::gm\n" * (_SIZE // 6),
     "deep-quote": ">" * _SIZE,
     "html-headings-unclosed": "<h2>" * (_SIZE // 4),
+    "html-gm-headings-in-code": "`<h2>GM</h2>` " * (_SIZE // 14),
+    "escaped-html-gm-headings": "\\<h2>GM</h2> " * (_SIZE // 13),
     "tags-unclosed": "<a " * (_SIZE // 3),
     "glued-comments": "<" * (_SIZE // 20) + "<!-- x -->!-- y -->" * (_SIZE // 40),
     "fences": "```\nx\n" * (_SIZE // 6),
