@@ -249,10 +249,11 @@ def documents(draw: st.DrawFn) -> tuple[str, GeneratedDocument]:
         elif kind == "removed":
             removed = _removed(draw, doc, form=draw(st.sampled_from(FORMS)))
             removed = _wrapped(draw, _wrapped(draw, removed), indent_up_to=0)
-            if removed.startswith("\t") and blocks:
-                # A tab-indented opener is top-level code only where no list item before it
-                # takes it in (an item takes lines indented past its text's column, blank
-                # line or not): a comment line at column 0 ends any such list first.
+            if removed.lstrip(" ").startswith("\t") and blocks:
+                # A tab-indented opener (spaces before the tab or not) is top-level code only
+                # where no list item before it takes it in (an item takes lines indented past
+                # its text's column, blank line or not): a comment line at column 0 ends any
+                # such list first.
                 blocks.append("<!-- -->")
             blocks.append(removed)
         else:
