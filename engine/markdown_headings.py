@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import html
 import re
-from bisect import bisect_right
 from dataclasses import dataclass
 
 from engine.markdown_text import fold_lookalikes, folds_to_none_of, without_container_prefix
@@ -44,8 +43,7 @@ def _strip_trailing_colons(text: str) -> str:
 _ATX_HEADING_LINE = re.compile(r"[ \t]{0,3}(#{1,6})(?:[ \t]+(.*))?$")
 
 
-_HTML_HEADING_START = re.compile(r"<h([1-6])(?:\s[^<>]*)?>", re.IGNORECASE)
-_HTML_HEADING_END = re.compile(r"</h([1-6])\s*>", re.IGNORECASE)
+_HTML_HEADING_TAG = re.compile(r"<(/?)h([1-6])(?:\s[^<>]*)?>", re.IGNORECASE)
 _TAG = re.compile(r"<[^<>]*>")
 
 
@@ -57,26 +55,16 @@ class HtmlHeading:
 
 
 def html_headings(html: str) -> list[HtmlHeading]:
-    """The heading elements (`<h2>...</h2>`) of a piece of HTML, in order.
-
-    End tags are found once and looked up, so that many unclosed `<h2>`s cost linear time.
-    """
-    ends: dict[int, list[tuple[int, int]]] = {level: [] for level in range(1, 7)}
-    for end in _HTML_HEADING_END.finditer(html):
-        ends[int(end.group(1))].append((end.start(), end.end()))
+    """The heading elements (`<h2>...</h2>`) of a piece of HTML, in order, as a browser
+    reads them: a heading ends at the next heading tag, start or end, of any level
+    (`<h2>Intro<h2>GM</h2>` is two headings, `<h2>GM</h3>` one). One never ended is not
+    counted. One pass over the heading tags: linear time."""
     headings: list[HtmlHeading] = []
-    position = 0
-    for start in _HTML_HEADING_START.finditer(html):
-        if start.start() < position:
-            continue
-        level = int(start.group(1))
-        candidates = ends[level]
-        index = bisect_right(candidates, (start.end(), -1))
-        if index == len(candidates):
-            continue
-        end_start, end_end = candidates[index]
-        headings.append(HtmlHeading(start.start(), level, html[start.end() : end_start]))
-        position = end_end
+    opened: re.Match[str] | None = None
+    for tag in _HTML_HEADING_TAG.finditer(html):
+        if opened is not None:
+            headings.append(HtmlHeading(opened.start(), int(opened.group(2)), html[opened.end() : tag.start()]))
+        opened = None if tag.group(1) else tag
     return headings
 
 
