@@ -131,6 +131,15 @@ def opens_nothing(text: str) -> bool:
     return "<" not in text and "%" not in text and folds_to_none_of(text, ":")
 
 
+def escaped(text: str, position: int) -> bool:
+    """Whether the character at `position` follows an odd run of backslashes (a Markdown
+    escape)."""
+    backslashes = 0
+    while position - backslashes > 0 and text[position - backslashes - 1] == "\\":
+        backslashes += 1
+    return backslashes % 2 == 1
+
+
 def container_opener(line: str) -> re.Match[str] | None:
     """The opening-line match of a GM container, for a line without its indentation,
     read as the author sees it (engine.markdown_text)."""
@@ -321,12 +330,7 @@ class _Scanner:
         return self.options.inert(closer_at, self.stack[-1].opened_at)
 
     def _escaped(self, position: int) -> bool:
-        if not self.options.escapes:
-            return False
-        backslashes = 0
-        while position - backslashes - 1 >= 0 and self.text[position - backslashes - 1] == "\\":
-            backslashes += 1
-        return backslashes % 2 == 1
+        return self.options.escapes and escaped(self.text, position)
 
     # -- whole lines -------------------------------------------------------------------
 

@@ -34,6 +34,7 @@ from engine.markdown_regions import (
     FrameKind,
     ScanOptions,
     container_opener,
+    escaped,
     is_fence_closer,
     opens_nothing,
     remove_ranges,
@@ -526,7 +527,7 @@ class _Stripper:
         for heading in candidates:
             index = bisect_right(code_starts, heading.start) - 1
             in_code = index >= 0 and heading.start < code[index][1]
-            if not in_code and not _escaped(text, heading.start):
+            if not in_code and not escaped(text, heading.start):
                 return heading.start, heading.level
         return None
 
@@ -536,14 +537,6 @@ class _Stripper:
             return True
         children, _ = _parse_inline(self.state.md, content, self.block_references)
         return is_gm_heading_text(_plain_text(children))
-
-
-def _escaped(text: str, position: int) -> bool:
-    """Whether the character at `position` follows an odd run of backslashes."""
-    backslashes = 0
-    while position - backslashes > 0 and text[position - backslashes - 1] == "\\":
-        backslashes += 1
-    return backslashes % 2 == 1
 
 
 def _inert_test(text: str) -> InertTest:
