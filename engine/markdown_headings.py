@@ -13,6 +13,8 @@ from dataclasses import dataclass
 
 from engine.markdown_text import fold_lookalikes, folds_to_none_of, without_container_prefix
 
+# Emphasis, strikethrough and code-span markers (underscores already read as spaces).
+_INLINE_MARKERS = re.compile(r"[*`~]")
 GM_HEADING_NAMES = frozenset(
     {"gm", "gm only", "gm notes", "gm secrets", "dm", "dm only", "dm notes", "secret", "secrets"}
 )
@@ -23,9 +25,11 @@ def is_gm_heading_text(text: str) -> bool:
 
     Compared trimmed, case-insensitively, without trailing colons, with runs of spaces,
     hyphens and underscores read as one space (so `GM-only` and `GM only` are the same
-    name, and likewise `DM-only`).
+    name, and likewise `DM-only`), and without emphasis and code markers: a heading line
+    read as raw text (a look-alike, an HTML heading) may spell the name `**GM notes**`.
     """
-    normalized = _strip_trailing_colons(" ".join(fold_lookalikes(text).split()).casefold())
+    unmarked = _INLINE_MARKERS.sub("", fold_lookalikes(text))
+    normalized = _strip_trailing_colons(" ".join(unmarked.split()).casefold())
     if normalized.startswith("[gm]"):
         return True
     return re.sub(r"[\s_-]+", " ", normalized).strip() in GM_HEADING_NAMES
