@@ -115,7 +115,24 @@ def _removed(
         return f"%%\n{body}\n%%"
     if form == "section":
         return f"{draw(st.sampled_from(SECTION_TAGS))}\n\n{body}\n\n</section\n>"
-    return f"## {draw(st.sampled_from(GM_HEADINGS))}\n\n{body}\n\n{'#' * draw(st.integers(1, 2))} {doc.word()}"
+    return f"{_gm_heading_line(draw, doc)}\n\n{body}\n\n{'#' * draw(st.integers(1, 2))} {doc.word()}"
+
+
+def _gm_heading_line(draw: st.DrawFn, doc: GeneratedDocument) -> str:
+    """A level-2 GM heading as an author may write it: in Markdown, as `##` and a no-break
+    space (a paragraph to markdown-it), as an HTML heading element, or either of the last
+    two after public words in the same paragraph."""
+    name = draw(st.sampled_from(GM_HEADINGS))
+    style = draw(st.sampled_from(["atx", "atx", "no_break_space", "html", "html_after_text", "no_break_after_text"]))
+    if style == "no_break_space":
+        return f"##\u00a0{name}"
+    if style == "html":
+        return f"<h2>{name}</h2>"
+    if style == "html_after_text":
+        return f"{doc.word()} <h2>{name}</h2>"
+    if style == "no_break_after_text":
+        return f"{doc.word()}\n##\u00a0{name}"
+    return f"## {name}"
 
 
 def _inline_removed(draw: st.DrawFn, doc: GeneratedDocument) -> str:
