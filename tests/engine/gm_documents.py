@@ -11,6 +11,7 @@ ends, a byte-order mark, odd indentation and look-alike characters in markers.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from hypothesis import strategies as st
@@ -123,16 +124,15 @@ def _gm_heading_line(draw: st.DrawFn, doc: GeneratedDocument) -> str:
     space (a paragraph to markdown-it), as an HTML heading element, or either of the last
     two after public words in the same paragraph."""
     name = draw(st.sampled_from(GM_HEADINGS))
-    style = draw(st.sampled_from(["atx", "atx", "no_break_space", "html", "html_after_text", "no_break_after_text"]))
-    if style == "no_break_space":
-        return f"##\u00a0{name}"
-    if style == "html":
-        return f"<h2>{name}</h2>"
-    if style == "html_after_text":
-        return f"{doc.word()} <h2>{name}</h2>"
-    if style == "no_break_after_text":
-        return f"{doc.word()}\n##\u00a0{name}"
-    return f"## {name}"
+    # Made only once drawn: the ones after text add a public word to the document.
+    styles: dict[str, Callable[[], str]] = {
+        "atx": lambda: f"## {name}",
+        "no_break_space": lambda: f"##\u00a0{name}",
+        "html": lambda: f"<h2>{name}</h2>",
+        "html_after_text": lambda: f"{doc.word()} <h2>{name}</h2>",
+        "no_break_after_text": lambda: f"{doc.word()}\n##\u00a0{name}",
+    }
+    return styles[draw(st.sampled_from(["atx", *styles]))]()
 
 
 def _inline_removed(draw: st.DrawFn, doc: GeneratedDocument) -> str:
