@@ -485,12 +485,10 @@ class _Stripper:
             # section where it stands: `##` and a no-break space, or the fullwidth forms of
             # `## GM`, on any line of a paragraph (a heading to the author), or an HTML
             # heading element among the text (a heading in a browser).
-            heading = gm_heading_line(kept) if line_start else None
-            html_heading = self._html_gm_heading(kept)
-            if html_heading is not None and (heading is None or html_heading[0] < heading[0]):
-                heading = html_heading
-            if heading is not None:
-                offset, self.cut_level = heading
+            candidates = (gm_heading_line(kept) if line_start else None, self._html_gm_heading(kept))
+            found = [heading for heading in candidates if heading is not None]
+            if found:
+                offset, self.cut_level = min(found)
                 kept = kept[:offset].rstrip()
         token.content = kept
 
@@ -522,12 +520,10 @@ class _Stripper:
         candidates = [heading for heading in html_headings(text) if is_gm_heading_text(html_text(heading.inner_html))]
         if not candidates:
             return None
-        _, code = _parse_inline(self.state.md, text, self.block_references)
-        code_starts = [start for start, _ in code]
+        # Opened "before the text" (-1): a heading element is text anywhere in a code span.
+        in_code = spans_test(_parse_inline(self.state.md, text, self.block_references)[1])
         for heading in candidates:
-            index = bisect_right(code_starts, heading.start) - 1
-            in_code = index >= 0 and heading.start < code[index][1]
-            if not in_code and not escaped(text, heading.start):
+            if not in_code(heading.start, -1) and not escaped(text, heading.start):
                 return heading.start, heading.level
         return None
 
