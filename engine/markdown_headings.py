@@ -56,20 +56,50 @@ class HtmlHeading:
     start: int
     level: int
     inner_html: str
+    # False for the last heading of a piece of HTML when no heading tag follows its start
+    # tag: a browser reads the rest as the heading's text, and beyond it if more follows.
+    closed: bool = True
 
 
 def html_headings(html: str) -> list[HtmlHeading]:
     """The heading elements (`<h2>...</h2>`) of a piece of HTML, in order, as a browser
     reads them: a heading ends at the next heading tag, start or end, of any level
-    (`<h2>Intro<h2>GM</h2>` is two headings, `<h2>GM</h3>` one). One never ended is not
-    counted. One pass over the heading tags: linear time."""
+    (`<h2>Intro<h2>GM</h2>` is two headings, `<h2>GM</h3>` one). One not ended in `html`
+    comes last, not `closed`, with the rest of `html` as its inner HTML. One pass over the
+    heading tags: linear time."""
     headings: list[HtmlHeading] = []
     opened: re.Match[str] | None = None
     for tag in _HTML_HEADING_TAG.finditer(html):
         if opened is not None:
             headings.append(HtmlHeading(opened.start(), int(opened.group(2)), html[opened.end() : tag.start()]))
         opened = None if tag.group(1) else tag
+    if opened is not None:
+        headings.append(HtmlHeading(opened.start(), int(opened.group(2)), html[opened.end() :], closed=False))
     return headings
+
+
+def first_text_line(text: str) -> str | None:
+    """The first line of `text` that holds more than spaces, trimmed; None when none does."""
+    return next((line.strip() for line in text.splitlines() if line.strip()), None)
+
+
+def names_gm_section(heading: HtmlHeading) -> bool | None:
+    """Whether a heading element names a GM-only section: a closed one by its text, one
+    left open by the first line of its text (the rest of the document may follow in it,
+    and its author meant that line as the heading). None for one left open with no text
+    yet: the text that comes next decides."""
+    text = html_text(heading.inner_html)
+    if heading.closed:
+        return is_gm_heading_text(text)
+    line = first_text_line(text)
+    return None if line is None else is_gm_heading_text(line)
+
+
+def text_before_heading_tag(html: str) -> tuple[str, bool]:
+    """The text of `html` up to its first heading tag, start or end (the end of a heading
+    element left open before it), and whether there is such a tag."""
+    tag = _HTML_HEADING_TAG.search(html)
+    return html_text(html if tag is None else html[: tag.start()]), tag is not None
 
 
 def html_text(inner_html: str) -> str:

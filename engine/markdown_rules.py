@@ -27,7 +27,16 @@ from markdown_it.rules_inline import StateInline, backtick
 from markdown_it.token import Token
 
 from engine.markdown_dropped import DROPPED_TEXT, dropped_parts_plugin
-from engine.markdown_headings import gm_heading_line, html_headings, html_text, is_gm_heading_text
+from engine.markdown_headings import (
+    HtmlHeading,
+    first_text_line,
+    gm_heading_line,
+    html_headings,
+    html_text,
+    is_gm_heading_text,
+    names_gm_section,
+    text_before_heading_tag,
+)
 from engine.markdown_inert import InertTest, inert_spans, spans_test
 from engine.markdown_regions import (
     Frame,
@@ -314,6 +323,17 @@ def _inline_rule(state: StateCore) -> None:
         state.md.inline.parse(token.content, state.md, state.env, token.children)
 
 
+@dataclass(slots=True)
+class _OpenHeading:
+    """A heading element whose start tag ends the text of `token`, at `start`: the text of
+    the next block (`<h2>`, a blank line, `GM notes`) decides whether it names a GM
+    section, and if it does, the section starts at that tag."""
+
+    token: Token
+    start: int
+    level: int
+
+
 class _Stripper:
     """One document-order pass over the block tokens."""
 
@@ -329,6 +349,7 @@ class _Stripper:
         self.stack: list[Frame] = []
         # Level of the GM heading whose section is being cut, if any.
         self.cut_level: int | None = None
+        self.open_heading: _OpenHeading | None = None
         # Inline tokens parsed here, by id of their inline token, with the content parsed.
         self.parsed_inline: dict[int, tuple[str, list[Token]]] = {}
 
@@ -348,6 +369,9 @@ class _Stripper:
             kept.append(token)
         self.state.env["references"] = references
         self.state.env.pop("duplicate_refs", None)
+        # An HTML block may have lost all of its text after it was kept: a heading element
+        # it left open turned out to start a GM section.
+        kept = [token for token in kept if token.type != "html_block" or token.content.strip()]
         if references == self.block_references:
             # The inline parses made to find code spans used the references the inline
             # stage will use: where the content stayed the same, so would their tokens.
@@ -377,10 +401,14 @@ class _Stripper:
             return True
         if token.type == "html_block":
             result = scan(token.content, self.stack, _raw_options(token.content))
-            kept = remove_ranges(token.content, result.removed)
-            token.content = self._cut_at_html_headings(kept)
+            token.content = remove_ranges(token.content, result.removed)
+            self._continue_open_heading(token.content)
+            self._cut_at_html_headings(token)
             self.stack = result.stack
             return bool(token.content.strip())
+        if token.type in ("fence", "code_block") and self.open_heading is not None and not hidden:
+            self._settle_open_heading(token.content)
+            hidden = self._hidden
         if token.type == "fence" and not hidden and not self._is_closed_fence(token):
             self._cut_unclosed_fence(token)
             return True
@@ -404,22 +432,51 @@ class _Stripper:
         # Code blocks, fences, thematic breaks: opaque, kept or dropped whole.
         return not hidden
 
-    def _cut_at_html_headings(self, html: str) -> str:
-        """`html` without the parts under GM headings written as HTML (`<h2>GM</h2>`):
-        an HTML heading starts and ends a GM section as a Markdown heading does."""
+    def _cut_at_html_headings(self, token: Token) -> None:
+        """Take out of an HTML block the parts under GM headings written as HTML
+        (`<h2>GM</h2>`): an HTML heading starts and ends a GM section as a Markdown heading
+        does. One left open never ends a section: what follows its start tag may be the
+        rest of the document."""
+        html = token.content
         kept: list[str] = []
         position = 0
         for heading in html_headings(html):
             if self.cut_level is None:
                 kept.append(html[position : heading.start])
             position = heading.start
-            if self.cut_level is not None and heading.level <= self.cut_level:
+            if self.cut_level is not None and heading.closed and heading.level <= self.cut_level:
                 self.cut_level = None
-            if self.cut_level is None and is_gm_heading_text(html_text(heading.inner_html)):
-                self.cut_level = heading.level
+            if self.cut_level is None:
+                verdict = names_gm_section(heading)
+                if verdict:
+                    self.cut_level = heading.level
+                elif verdict is None:
+                    self.open_heading = _OpenHeading(token, sum(map(len, kept)), heading.level)
         if self.cut_level is None:
             kept.append(html[position:])
-        return "".join(kept)
+        token.content = "".join(kept)
+
+    def _continue_open_heading(self, text: str) -> None:
+        """Let the text of a block (Markdown or HTML) up to its first heading tag decide a
+        heading element left open before it; such a tag ends that element."""
+        if self.open_heading is None:
+            return
+        before, ended = text_before_heading_tag(text)
+        self._settle_open_heading(before)
+        if ended:
+            self.open_heading = None
+
+    def _settle_open_heading(self, text: str) -> None:
+        """Decide a heading element left open before `text` on the first line of `text`
+        (nothing yet when `text` is blank); one naming a GM section starts it at its tag."""
+        opened, line = self.open_heading, first_text_line(text)
+        if opened is None or line is None:
+            return
+        self.open_heading = None
+        if self.cut_level is None and (is_gm_heading_text(html_text(line)) or self._is_gm_heading(line)):
+            self.cut_level = opened.level
+            before = opened.token.content[: opened.start]
+            opened.token.content = before if opened.token.type == "html_block" else before.rstrip()
 
     def _is_closed_fence(self, token: Token) -> bool:
         assert token.map is not None
@@ -459,13 +516,18 @@ class _Stripper:
         self.stack = result.stack
 
     def _read_dropped(self, text: str) -> None:
-        """Text the parser dropped: never published, but its openers and GM headings count."""
+        """Text the parser dropped: never published, but its openers and GM headings
+        (Markdown or HTML) count."""
         result = scan(text, self.stack, _raw_options(text))
         kept = remove_ranges(text, result.removed)
         self.stack = result.stack
-        heading = gm_heading_line(kept)
-        if heading is not None and (self.cut_level is None or heading[1] < self.cut_level):
-            self.cut_level = heading[1]
+        self._continue_open_heading(kept)
+        levels = [heading.level for heading in html_headings(kept) if names_gm_section(heading)]
+        line = gm_heading_line(kept)
+        if line is not None:
+            levels.append(line[1])
+        if levels and (self.cut_level is None or min(levels) < self.cut_level):
+            self.cut_level = min(levels)
 
     def _strip_inline(self, token: Token, parent: Token | None) -> None:
         is_heading = parent is not None and parent.type == "heading_open"
@@ -475,6 +537,7 @@ class _Stripper:
             kept = self._scan_inline(token, line_start)
         else:
             kept = token.content.strip()
+        self._continue_open_heading(kept)
         if self.cut_level is None and is_heading and parent is not None and self._is_gm_heading(kept):
             self.cut_level = int(parent.tag[1:])
         if self.cut_level is not None:
@@ -485,10 +548,16 @@ class _Stripper:
             # section where it stands: `##` and a no-break space, or the fullwidth forms of
             # `## GM`, on any line of a paragraph (a heading to the author), or an HTML
             # heading element among the text (a heading in a browser).
-            candidates = (gm_heading_line(kept) if line_start else None, self._html_gm_heading(kept))
+            html_heading = self._html_heading_to_judge(kept)
+            candidates = [gm_heading_line(kept) if line_start else None]
+            if html_heading is not None and names_gm_section(html_heading) is None:
+                self.open_heading = _OpenHeading(token, html_heading.start, html_heading.level)
+            elif html_heading is not None:
+                candidates.append((html_heading.start, html_heading.level))
             found = [heading for heading in candidates if heading is not None]
             if found:
                 offset, self.cut_level = min(found)
+                self.open_heading = None
                 kept = kept[:offset].rstrip()
         token.content = kept
 
@@ -511,21 +580,21 @@ class _Stripper:
         self.stack = result.stack
         return remove_ranges(token.content, result.removed).strip()
 
-    def _html_gm_heading(self, text: str) -> tuple[int, int] | None:
-        """(offset, level) of the first GM heading element (`<h2>GM notes</h2>`) in inline
-        Markdown `text`, None when there is none. One inside a code span, or whose `<` is
-        escaped, is text."""
+    def _html_heading_to_judge(self, text: str) -> HtmlHeading | None:
+        """The first heading element in inline Markdown `text` that names a GM section
+        (`<h2>GM notes</h2>`) or is left open with no text after it, None when there is
+        none. One inside a code span, or whose `<` is escaped, is text."""
         if "<" not in text:
             return None
-        candidates = [heading for heading in html_headings(text) if is_gm_heading_text(html_text(heading.inner_html))]
+        candidates = [heading for heading in html_headings(text) if names_gm_section(heading) is not False]
         if not candidates:
             return None
         # Opened "before the text" (-1): a heading element is text anywhere in a code span.
         in_code = spans_test(_parse_inline(self.state.md, text, self.block_references)[1])
-        for heading in candidates:
-            if not in_code(heading.start, -1) and not escaped(text, heading.start):
-                return heading.start, heading.level
-        return None
+        return next(
+            (heading for heading in candidates if not in_code(heading.start, -1) and not escaped(text, heading.start)),
+            None,
+        )
 
     def _is_gm_heading(self, content: str) -> bool:
         # `## **GM notes**` and `## \[GM\] plot` count as much as `## GM notes`.
