@@ -121,8 +121,9 @@ def _removed(
 
 def _gm_heading_line(draw: st.DrawFn, doc: GeneratedDocument) -> str:
     """A level-2 GM heading as an author may write it: in Markdown, as `##` and a no-break
-    space (a paragraph to markdown-it), as an HTML heading element, or either of the last
-    two after public words in the same paragraph."""
+    space (a paragraph to markdown-it), as an HTML heading element (closed, split over
+    blank lines, or never closed), or the no-break or closed HTML form after public words
+    in the same paragraph."""
     name = draw(st.sampled_from(GM_HEADINGS))
     # Made only once drawn: the ones after text add a public word to the document.
     styles: dict[str, Callable[[], str]] = {
@@ -130,6 +131,8 @@ def _gm_heading_line(draw: st.DrawFn, doc: GeneratedDocument) -> str:
         "no_break_space": lambda: f"##\u00a0{name}",
         "html": lambda: f"<h2>{name}</h2>",
         "html_after_text": lambda: f"{doc.word()} <h2>{name}</h2>",
+        "html_split": lambda: f"<h2>\n\n{name}\n\n</h2>",
+        "html_never_closed": lambda: f"<h2>{name}",
         "no_break_after_text": lambda: f"{doc.word()}\n##\u00a0{name}",
     }
     return styles[draw(st.sampled_from(["atx", *styles]))]()
