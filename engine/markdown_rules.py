@@ -16,6 +16,7 @@
 
 from __future__ import annotations
 
+import re
 from bisect import bisect_right
 from dataclasses import dataclass, field
 from typing import Any
@@ -58,6 +59,10 @@ _CODE_SPANS_ENV_KEY = "gm_code_spans"
 _SOURCE_INERT_ENV_KEY = "gm_source_inert"
 _PARSED_INLINE_ENV_KEY = "gm_parsed_inline"
 _CODE_SPAN_MEMO_ENV_KEY = "gm_code_span_memo"
+# What can make the text of parsed inline Markdown read as a GM name where its raw text does
+# not: escapes, links and images, entities, inline HTML (the name comparison itself drops
+# emphasis, strikethrough and code markers and reads underscores as spaces).
+PARSED_TEXT_MAY_DIFFER = re.compile(r"[\\\[\]!&<]")
 # Block rules that a GM container or secret section may interrupt, like a fence can.
 _INTERRUPTS = ["paragraph", "reference", "blockquote", "list"]
 
@@ -589,17 +594,18 @@ class _Stripper:
         candidates = [heading for heading in html_headings(text) if names_gm_section(heading) is not False]
         if not candidates:
             return None
-        # Opened "before the text" (-1): a heading element is text anywhere in a code span.
-        in_code = spans_test(_parse_inline(self.state.md, text, self.block_references)[1])
-        return next(
-            (heading for heading in candidates if not in_code(heading.start, -1) and not escaped(text, heading.start)),
-            None,
-        )
+        if "`" in text:
+            # Opened "before the text" (-1): a heading element is text anywhere in a code span.
+            in_code = spans_test(_parse_inline(self.state.md, text, self.block_references)[1])
+            candidates = [heading for heading in candidates if not in_code(heading.start, -1)]
+        return next((heading for heading in candidates if not escaped(text, heading.start)), None)
 
     def _is_gm_heading(self, content: str) -> bool:
         # `## **GM notes**` and `## \[GM\] plot` count as much as `## GM notes`.
         if is_gm_heading_text(content):
             return True
+        if not PARSED_TEXT_MAY_DIFFER.search(content):
+            return False
         children, _ = _parse_inline(self.state.md, content, self.block_references)
         return is_gm_heading_text(_plain_text(children))
 

@@ -8,10 +8,13 @@ from __future__ import annotations
 import dataclasses
 import gc
 import random
+import re
 import sys
 from typing import Any
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 from markdown_it import MarkdownIt
 from markdown_it.token import Token
 
@@ -93,7 +96,37 @@ def test_same_output_as_when_every_text_is_scanned(monkeypatch: pytest.MonkeyPat
         monkeypatch.setattr(module, "opens_nothing", lambda _text: False)
     for module in (markdown_regions, markdown_headings):
         monkeypatch.setattr(module, "folds_to_none_of", lambda _text, _characters: False)
+    monkeypatch.setattr(markdown_rules, "PARSED_TEXT_MAY_DIFFER", re.compile(""))  # every heading parsed
     assert [render_public(raw) for raw in documents] == with_fast_paths
+
+
+# Name letters, the markers the name comparison drops or reads as spaces, and what else
+# inline parsing reads in a heading, but none of the characters that make a parse needed.
+_HEADING_ALPHABET = "GMDNOTESCRLYgmdnotescrly []*_~`:-#\t\n'\"()/.=+|{}^$%0"
+
+
+@given(st.text(alphabet=_HEADING_ALPHABET, max_size=24))
+@settings(max_examples=400, deadline=None)
+def test_a_heading_needs_parsing_only_with_escapes_links_entities_or_html(content: str) -> None:
+    """The parse `_is_gm_heading` skips would find no GM name the raw text lacks."""
+    if markdown_rules.PARSED_TEXT_MAY_DIFFER.search(content):
+        return
+    children, _ = markdown_rules._parse_inline(markdown._PUBLIC_MD, content, {})
+    parsed_names_gm = markdown_headings.is_gm_heading_text(markdown_rules._plain_text(children))
+    assert markdown_headings.is_gm_heading_text(content) or not parsed_names_gm
+
+
+@pytest.mark.parametrize("content", ["_GM_", "**GM** notes", "`DM`", "~~GM~~ only", "GM\nnotes", "__Secret__:"])
+def test_headings_the_raw_comparison_names_without_a_parse(content: str) -> None:
+    assert not markdown_rules.PARSED_TEXT_MAY_DIFFER.search(content)
+    assert markdown_headings.is_gm_heading_text(content)
+
+
+@pytest.mark.parametrize("content", ["\\[GM\\] plot", "[GM notes](/x)", "![GM](/i.png)", "G&#77;", "<b>G</b>M"])
+def test_headings_that_name_gm_only_once_parsed_are_parsed(content: str) -> None:
+    assert markdown_rules.PARSED_TEXT_MAY_DIFFER.search(content)
+    assert not markdown_headings.is_gm_heading_text(content)
+    assert render_public(f"## {content}\n\nCANARY\n\n# Pub\n").markdown == "# Pub\n"
 
 
 def test_no_character_folds_to_a_marker_character_the_fast_test_misses() -> None:
