@@ -108,10 +108,18 @@ def html_text(inner_html: str) -> str:
 
 
 def gm_heading_line(text: str) -> tuple[int, int] | None:
-    """(offset, level) of the first line of raw `text` that reads as an ATX GM heading once
-    quote and list markers are removed; None when there is none."""
-    if folds_to_none_of(text, "#"):
-        return None
+    """(offset, level) of the first GM heading in raw `text` that reads as one only once
+    look-alikes are folded and quote and list markers removed, None when there is none: an
+    ATX line (`##`, a no-break space, `GM`), or setext lines (`GM` over fullwidth equals
+    signs, or over `---` after a no-break space), whose text runs from the last blank line
+    or underline before its underline, as in a setext heading."""
+    atx = None if folds_to_none_of(text, "#") else _gm_atx_line(text)
+    setext = _gm_setext_lines(text) if _MAY_HOLD_UNDERLINE.search(text) else None
+    found = [heading for heading in (atx, setext) if heading is not None]
+    return min(found) if found else None
+
+
+def _gm_atx_line(text: str) -> tuple[int, int] | None:
     offset = 0
     for line in text.split("\n"):
         match = _ATX_HEADING_LINE.match(without_container_prefix(fold_lookalikes(line)))
@@ -119,6 +127,33 @@ def gm_heading_line(text: str) -> tuple[int, int] | None:
             return offset, len(match.group(1))
         offset += len(line) + 1
     return None
+
+
+# A line that may fold to a setext underline: no ASCII but `=`, `-`, spaces and container
+# markers (any other character may be a look-alike). Prose lines fail it at once.
+_MAY_HOLD_UNDERLINE = re.compile(r"^[ \t>*+.)0-9=\-\x80-\U0010ffff]+$", re.M)
+_SETEXT_UNDERLINE = re.compile(r" {0,3}(=+|-+) *$")
+
+
+def _gm_setext_lines(text: str) -> tuple[int, int] | None:
+    # The lines since the last blank line or underline, and where the first of them starts.
+    run_start, run = 0, list[str]()
+    offset = 0
+    for line in text.split("\n"):
+        folded = without_container_prefix(fold_lookalikes(line)) if _MAY_HOLD_UNDERLINE.match(line) else None
+        underline = _SETEXT_UNDERLINE.match(folded) if folded is not None else None
+        if underline and run and is_gm_heading_text(" ".join(map(_heading_text_of_line, run))):
+            return run_start, 1 if underline.group(1)[0] == "=" else 2
+        if underline or not line.strip():
+            run_start, run = offset + len(line) + 1, []
+        else:
+            run.append(line)
+        offset += len(line) + 1
+    return None
+
+
+def _heading_text_of_line(line: str) -> str:
+    return without_container_prefix(fold_lookalikes(line))
 
 
 def _without_closing_hashes(text: str) -> str:

@@ -119,10 +119,16 @@ def _removed(
     return f"{_gm_heading_line(draw, doc)}\n\n{body}\n\n{'#' * draw(st.integers(1, 2))} {doc.word()}"
 
 
+# Setext underlines of level 2 that markdown-it reads as paragraph text: after a no-break
+# space, before one, and fullwidth.
+_LOOK_ALIKE_DASHES = ("\u00a0---", "---\u00a0", "\uff0d\uff0d\uff0d")
+
+
 def _gm_heading_line(draw: st.DrawFn, doc: GeneratedDocument) -> str:
     """A level-2 GM heading as an author may write it: in Markdown, as `##` and a no-break
     space (a paragraph to markdown-it), as an HTML heading element (closed, split over
-    blank lines, or never closed), or the no-break or closed HTML form after public words
+    blank lines, or never closed), as setext lines whose dashes read as an underline only
+    once look-alikes are folded, or the no-break or closed HTML form after public words
     in the same paragraph."""
     name = draw(st.sampled_from(GM_HEADINGS))
     # Made only once drawn: the ones after text add a public word to the document.
@@ -133,6 +139,7 @@ def _gm_heading_line(draw: st.DrawFn, doc: GeneratedDocument) -> str:
         "html_after_text": lambda: f"{doc.word()} <h2>{name}</h2>",
         "html_split": lambda: f"<h2>\n\n{name}\n\n</h2>",
         "html_never_closed": lambda: f"<h2>{name}",
+        "setext_look_alike": lambda: f"{name}\n{draw(st.sampled_from(_LOOK_ALIKE_DASHES))}",
         "no_break_after_text": lambda: f"{doc.word()}\n##\u00a0{name}",
     }
     return styles[draw(st.sampled_from(["atx", *styles]))]()
