@@ -7,10 +7,10 @@ in text it drops or reads as code or as a paragraph (look-alike characters).
 
 from __future__ import annotations
 
-import html
 import re
 from dataclasses import dataclass
 
+from engine.html_tags import Tag, html_text, tags
 from engine.markdown_text import fold_lookalikes, folds_to_none_of, without_container_prefix
 
 # Emphasis, strikethrough and code-span markers (underscores already read as spaces).
@@ -44,11 +44,12 @@ def _strip_trailing_colons(text: str) -> str:
     return text[:end]
 
 
-_ATX_HEADING_LINE = re.compile(r"[ \t]{0,3}(#{1,6})(?:[ \t]+(.*))?$")
+# Indented any amount: markdown-it reads a line indented four spaces or more inside a
+# paragraph as its text, but a no-break space folded into the indent was never typed as one.
+_ATX_HEADING_LINE = re.compile(r"[ \t]*(#{1,6})(?:[ \t]+(.*))?$")
 
 
-_HTML_HEADING_TAG = re.compile(r"<(/?)h([1-6])(?:\s[^<>]*)?>", re.IGNORECASE)
-_TAG = re.compile(r"<[^<>]*>")
+_HEADING_TAG_START = re.compile(r"</?(h[1-6])(?=[\s/>])", re.IGNORECASE)
 
 
 @dataclass(frozen=True, slots=True)
@@ -66,16 +67,22 @@ def html_headings(html: str) -> list[HtmlHeading]:
     reads them: a heading ends at the next heading tag, start or end, of any level
     (`<h2>Intro<h2>GM</h2>` is two headings, `<h2>GM</h3>` one). One not ended in `html`
     comes last, not `closed`, with the rest of `html` as its inner HTML. One pass over the
-    heading tags: linear time."""
+    heading tags (engine.html_tags): linear time."""
     headings: list[HtmlHeading] = []
-    opened: re.Match[str] | None = None
-    for tag in _HTML_HEADING_TAG.finditer(html):
+    opened: Tag | None = None
+    opened_end = 0
+    for tag in tags(html, _HEADING_TAG_START):
         if opened is not None:
-            headings.append(HtmlHeading(opened.start(), int(opened.group(2)), html[opened.end() : tag.start()]))
-        opened = None if tag.group(1) else tag
+            headings.append(HtmlHeading(opened.start, _level(opened), html[opened_end : tag.start]))
+        opened = None if tag.closing or tag.end is None else tag
+        opened_end = tag.end or len(html)
     if opened is not None:
-        headings.append(HtmlHeading(opened.start(), int(opened.group(2)), html[opened.end() :], closed=False))
+        headings.append(HtmlHeading(opened.start, _level(opened), html[opened_end:], closed=False))
     return headings
+
+
+def _level(tag: Tag) -> int:
+    return int(tag.name[1])
 
 
 def first_text_line(text: str) -> str | None:
@@ -98,13 +105,8 @@ def names_gm_section(heading: HtmlHeading) -> bool | None:
 def text_before_heading_tag(html: str) -> tuple[str, bool]:
     """The text of `html` up to its first heading tag, start or end (the end of a heading
     element left open before it), and whether there is such a tag."""
-    tag = _HTML_HEADING_TAG.search(html)
-    return html_text(html if tag is None else html[: tag.start()]), tag is not None
-
-
-def html_text(inner_html: str) -> str:
-    """The text of a piece of HTML, as a reader sees it (tags dropped, entities read)."""
-    return html.unescape(_TAG.sub("", inner_html))
+    tag = next(tags(html, _HEADING_TAG_START), None)
+    return html_text(html if tag is None else html[: tag.start]), tag is not None
 
 
 def gm_heading_line(text: str) -> tuple[int, int] | None:
@@ -132,7 +134,7 @@ def _gm_atx_line(text: str) -> tuple[int, int] | None:
 # A line that may fold to a setext underline: no ASCII but `=`, `-`, spaces and container
 # markers (any other character may be a look-alike). Prose lines fail it at once.
 _MAY_HOLD_UNDERLINE = re.compile(r"^[ \t>*+.)0-9=\-\x80-\U0010ffff]+$", re.M)
-_SETEXT_UNDERLINE = re.compile(r" {0,3}(=+|-+) *$")
+_SETEXT_UNDERLINE = re.compile(r"[ \t]*(=+|-+)[ \t]*$")
 
 
 def _gm_setext_lines(text: str) -> tuple[int, int] | None:

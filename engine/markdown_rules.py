@@ -27,13 +27,13 @@ from markdown_it.rules_core import StateCore
 from markdown_it.rules_inline import StateInline, backtick
 from markdown_it.token import Token
 
+from engine.html_tags import html_text, is_line_break
 from engine.markdown_dropped import DROPPED_TEXT, dropped_parts_plugin
 from engine.markdown_headings import (
     HtmlHeading,
     first_text_line,
     gm_heading_line,
     html_headings,
-    html_text,
     is_gm_heading_text,
     names_gm_section,
     text_before_heading_tag,
@@ -298,7 +298,7 @@ def _plain_text(tokens: list[Token]) -> str:
     for token in tokens:
         if token.type in ("text", "text_special", "code_inline"):
             parts.append(token.content)
-        elif token.type in ("softbreak", "hardbreak"):
+        elif token.type in ("softbreak", "hardbreak") or (token.type == "html_inline" and is_line_break(token.content)):
             parts.append(" ")
         if token.children:
             parts.append(_plain_text(token.children))

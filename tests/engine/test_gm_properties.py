@@ -105,6 +105,10 @@ SLOW_BEFORE = {
     "html-gm-headings-in-code": "`<h2>GM</h2>` " * (_SIZE // 14),
     "escaped-html-gm-headings": "\\<h2>GM</h2> " * (_SIZE // 13),
     "tags-unclosed": "<a " * (_SIZE // 3),
+    "heading-tags-with-unclosed-quotes": '<h2 a="x' * (_SIZE // 8),
+    "quoted-greater-than-signs": 'w <span title="a>b">x</span>' * (_SIZE // 28),
+    "heading-tags-left-open-at-paragraph-ends": "w <h2>\n\n" * (_SIZE // 8),
+    "look-alike-underlines": "\uff27\uff2d\n\uff0d\n" * (_SIZE // 5),
     "glued-comments": "<" * (_SIZE // 20) + "<!-- x -->!-- y -->" * (_SIZE // 40),
     "fences": "```\nx\n" * (_SIZE // 6),
 }

@@ -1,0 +1,76 @@
+"""HTML tags found as a browser finds them, in one linear pass.
+
+A tag ends at the first `>` that is not inside a quoted attribute value
+(`<h2 title="a>b">` is one tag), and one whose end never comes takes the rest of the
+text with it (a browser shows none of it). Regular expressions of the form `<[^>]*>` cut
+such tags short and read the rest of their attributes as text.
+"""
+
+from __future__ import annotations
+
+import html
+import re
+from collections.abc import Iterator
+from dataclasses import dataclass
+
+# After `=` (and spaces), a quote starts a value that runs to the same quote; a quote
+# anywhere else in a tag is part of a name and ends nothing.
+_TAG_STOP = re.compile(r""">|=[ \t\n\f\r]*(["'])""")
+_ANY_TAG_START = re.compile(r"</?([A-Za-z][^\s/>]*)")
+_LINE_BREAK = "br"
+
+
+@dataclass(frozen=True, slots=True)
+class Tag:
+    start: int
+    # Just after the tag's `>`; None for a tag that never ends.
+    end: int | None
+    name: str
+    closing: bool
+
+
+def tags(text: str, start: re.Pattern[str] = _ANY_TAG_START) -> Iterator[Tag]:
+    """The tags of `text` whose opening (`<name` or `</name`) `start` matches, in order, its
+    group 1 being the name; the last one yielded is the one that never ends, if any."""
+    position = 0
+    while (opening := start.search(text, position)) is not None:
+        end = _tag_end(text, opening.end())
+        yield Tag(opening.start(), end, opening.group(1).lower(), text[opening.start() + 1] == "/")
+        if end is None:
+            return
+        position = end
+
+
+def _tag_end(text: str, position: int) -> int | None:
+    while (stop := _TAG_STOP.search(text, position)) is not None:
+        quote = stop.group(1)
+        if quote is None:
+            return stop.end()
+        closing = text.find(quote, stop.end())
+        if closing == -1:
+            return None
+        position = closing + 1
+    return None
+
+
+def html_text(fragment: str) -> str:
+    """The text of a piece of HTML, as a reader sees it: tags dropped (a line break read as
+    a space), entities read, nothing from a tag that never ends."""
+    parts: list[str] = []
+    position = 0
+    for tag in tags(fragment):
+        parts.append(fragment[position : tag.start])
+        if tag.end is None:
+            return html.unescape("".join(parts))
+        if tag.name == _LINE_BREAK:
+            parts.append(" ")
+        position = tag.end
+    parts.append(fragment[position:])
+    return html.unescape("".join(parts))
+
+
+def is_line_break(tag_html: str) -> bool:
+    """Whether a piece of inline HTML is a line break tag (`<br>`, `<br/>`, `<BR >`, and
+    `</br>`, which a browser reads as `<br>`)."""
+    found = next(tags(tag_html), None)
+    return found is not None and found.start == 0 and found.name == _LINE_BREAK
