@@ -41,11 +41,13 @@ from enum import Enum
 from engine.markdown_inert import MAX_TAG_LENGTH, InertTest, never_inert
 from engine.markdown_text import fold_lookalikes, folds_to_none_of, without_container_prefix
 
-# A GM container opening line, after its indentation: `:::gm`, `::: DM`, `::::secret Title`.
-# Besides the contract's gm, gm-only, dm and secret, the hyphenated forms of the GM heading
-# names (dm-only, gm-notes, secrets, ...) count too: an author using them means to hide.
+# A GM container opening line, after its indentation: `:::gm`, `::: DM`, `::::secret Title`,
+# `:::gm:`, or a Pandoc div of that class (`::: {.gm}`, `::: {#plot .secret}`). Besides the
+# contract's gm, gm-only, dm and secret, the hyphenated forms of the GM heading names
+# (dm-only, gm-notes, secrets, ...) count too: an author using them means to hide.
+_GM_CONTAINER_NAME = r"(?:gm(?:[-_](?:only|notes|secrets))?|dm(?:[-_](?:only|notes))?|secrets?)(?![\w-])"
 GM_CONTAINER_OPENER = re.compile(
-    r"(:{3,})[ \t]*(?:gm(?:[-_](?:only|notes|secrets))?|dm(?:[-_](?:only|notes))?|secrets?)(?:[ \t]|$)",
+    rf"(:{{3,}})[ \t]*(?:{_GM_CONTAINER_NAME}|\{{[^}}\n]*?(?<![\w-])\.{_GM_CONTAINER_NAME})",
     re.IGNORECASE,
 )
 _CONTAINER_CLOSER_PATTERN = re.compile(r"(:{3,})[ \t]*$")

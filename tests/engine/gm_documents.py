@@ -34,7 +34,9 @@ class GeneratedDocument:
         return f"CANARY{self.canaries}"
 
 
-CONTAINER_OPENERS = [":::gm", ":::GM", "::: gm-only", ":::dm", "::::secret", ":::Secret Title"]
+CONTAINER_OPENERS = [":::gm", ":::GM", "::: gm-only", ":::dm", "::::secret", ":::Secret Title", ":::gm:"]
+# Pandoc divs of a GM class.
+CONTAINER_OPENERS += ["::: {.gm}", "::: {#plot .secret}"]
 # Look-alikes: a no-break space after the colons, fullwidth letters.
 CONTAINER_OPENERS += [":::\u00a0gm", ":::\uff47\uff4d"]
 GM_HEADINGS = ["GM", "GM only", "gm-only:", "GM notes", "**GM Secrets**", "DM", "DM notes", "Secret", "[GM] plot"]
