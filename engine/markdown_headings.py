@@ -27,12 +27,24 @@ def is_gm_heading_text(text: str) -> bool:
     hyphens and underscores read as one space (so `GM-only` and `GM only` are the same
     name, and likewise `DM-only`), and without emphasis and code markers: a heading line
     read as raw text (a look-alike, an HTML heading) may spell the name `**GM notes**`.
+    A trailing attribute block (`## GM {#plot .unnumbered}`, Pandoc's) is not part of it.
     """
     unmarked = _INLINE_MARKERS.sub("", fold_lookalikes(text))
-    normalized = _strip_trailing_colons(" ".join(unmarked.split()).casefold())
+    normalized = _strip_trailing_colons(_without_attribute_block(" ".join(unmarked.split())).casefold())
     if normalized.startswith("[gm]"):
         return True
     return re.sub(r"[\s_-]+", " ", normalized).strip() in GM_HEADING_NAMES
+
+
+def _without_attribute_block(text: str) -> str:
+    # String operations, not `\s*\{[^{}]*\}\s*$`: that backtracks over every space of a
+    # long run at each of its positions.
+    if not text.endswith("}"):
+        return text
+    start = text.rfind("{")
+    if start == -1 or "}" in text[start:-1] or (start and not text[start - 1].isspace()):
+        return text
+    return text[:start]
 
 
 def _strip_trailing_colons(text: str) -> str:
