@@ -40,6 +40,8 @@ CONTAINER_OPENERS += ["::: {.gm}", "::: {#plot .secret}"]
 # Look-alikes: a no-break space after the colons, fullwidth letters.
 CONTAINER_OPENERS += [":::\u00a0gm", ":::\uff47\uff4d"]
 GM_HEADINGS = ["GM", "GM only", "gm-only:", "GM notes", "**GM Secrets**", "DM", "DM notes", "Secret", "[GM] plot"]
+# With a Pandoc attribute block.
+GM_HEADINGS += ["GM notes {#plot .unnumbered}"]
 # Look-alikes: a zero-width space inside, fullwidth letters.
 GM_HEADINGS += ["G\u200bM", "\uff27\uff2d"]
 SECTION_TAGS = ['<section class="secret">', "<section id='s1' class='secret'>", '<SECTION CLASS=secret data-x="a>b">']
