@@ -18,6 +18,11 @@ from dataclasses import dataclass
 _TAG_STOP = re.compile(r""">|=[ \t\n\f\r]*(["'])""")
 _ANY_TAG_START = re.compile(r"</?([A-Za-z][^\s/>]*)")
 _LINE_BREAK = "br"
+# Elements whose content a browser reads as text up to their end tag (raw text, escapable
+# raw text, and the legacy ones), `<plaintext>` to the end of the document.
+_RAW_TEXT_ELEMENTS = frozenset(
+    {"script", "style", "textarea", "title", "xmp", "iframe", "noembed", "noframes", "noscript", "plaintext"}
+)
 
 
 @dataclass(frozen=True, slots=True)
@@ -29,16 +34,38 @@ class Tag:
     closing: bool
 
 
-def tags(text: str, start: re.Pattern[str] = _ANY_TAG_START) -> Iterator[Tag]:
-    """The tags of `text` whose opening (`<name` or `</name`) `start` matches, in order, its
-    group 1 being the name; the last one yielded is the one that never ends, if any."""
-    position = 0
+def tags(text: str, start: re.Pattern[str] = _ANY_TAG_START, position: int = 0) -> Iterator[Tag]:
+    """The tags of `text` from `position` on whose opening (`<name` or `</name`) `start`
+    matches, in order, its group 1 being the name; the last one yielded is the one that
+    never ends, if any."""
     while (opening := start.search(text, position)) is not None:
         end = _tag_end(text, opening.end())
         yield Tag(opening.start(), end, opening.group(1).lower(), text[opening.start() + 1] == "/")
         if end is None:
             return
         position = end
+
+
+def element_tags(text: str) -> Iterator[Tag]:
+    """The tags of `text` as a browser builds elements from them: those inside a raw-text
+    element (`<script>`, `<textarea>`, `<xmp>` ...) are its text, not tags."""
+    position: int | None = 0
+    while position is not None:
+        resume, position = position, None
+        for tag in tags(text, position=resume):
+            yield tag
+            if tag.end is not None and not tag.closing and tag.name in _RAW_TEXT_ELEMENTS:
+                position = _raw_text_end(text, tag.name, tag.end)
+                break
+
+
+def _raw_text_end(text: str, name: str, position: int) -> int | None:
+    """Where the end tag of raw-text element `name` opened before `position` starts; None
+    when the element runs to the end (`<plaintext>` always does)."""
+    if name == "plaintext":
+        return None
+    end_tag = re.compile(rf"</{name}(?=[\s/>])", re.IGNORECASE).search(text, position)
+    return None if end_tag is None else end_tag.start()
 
 
 def _tag_end(text: str, position: int) -> int | None:

@@ -10,11 +10,14 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-from engine.html_tags import Tag, html_text, tags
+from engine.html_tags import Tag, element_tags, html_text, tags
 from engine.markdown_text import fold_lookalikes, folds_to_none_of, without_container_prefix
 
-# Emphasis, strikethrough and code-span markers (underscores already read as spaces).
-_INLINE_MARKERS = re.compile(r"[*`~]")
+# Emphasis, strikethrough, highlight (Obsidian's `==`) and code-span markers (underscores
+# already read as spaces).
+_INLINE_MARKERS = re.compile(r"[*`~=]")
+# What separates the words of a name: spaces, underscores, hyphens and dashes of every kind.
+_NAME_SEPARATORS = re.compile(r"[\s_\-\u2010-\u2015\u2212]+")
 GM_HEADING_NAMES = frozenset(
     {"gm", "gm only", "gm notes", "gm secrets", "dm", "dm only", "dm notes", "secret", "secrets"}
 )
@@ -33,7 +36,7 @@ def is_gm_heading_text(text: str) -> bool:
     normalized = _strip_trailing_colons(_without_attribute_block(" ".join(unmarked.split())).casefold())
     if normalized.startswith("[gm]"):
         return True
-    return re.sub(r"[\s_-]+", " ", normalized).strip() in GM_HEADING_NAMES
+    return _NAME_SEPARATORS.sub(" ", normalized).strip() in GM_HEADING_NAMES
 
 
 def _without_attribute_block(text: str) -> str:
@@ -62,6 +65,7 @@ _ATX_HEADING_LINE = re.compile(r"[ \t]*(#{1,6})(?:[ \t]+(.*))?$")
 
 
 _HEADING_TAG_START = re.compile(r"</?(h[1-6])(?=[\s/>])", re.IGNORECASE)
+_HEADING_TAG_NAME = re.compile(r"h[1-6]")
 
 
 @dataclass(frozen=True, slots=True)
@@ -95,6 +99,15 @@ def html_headings(html: str) -> list[HtmlHeading]:
 
 def _level(tag: Tag) -> int:
     return int(tag.name[1])
+
+
+def browser_heading_starts(html: str) -> frozenset[int]:
+    """Where the heading tags of `html` that a browser reads as tags start: not those in
+    another tag's attribute value (`<div title="<h2>x</h2>">`) or in a raw-text element
+    (`<script>`, `<textarea>` ...). `html_headings` reads every heading tag as one, which
+    is the reading that hides more for a heading that starts a GM section; one that ends
+    a section must be one of these."""
+    return frozenset(tag.start for tag in element_tags(html) if _HEADING_TAG_NAME.fullmatch(tag.name))
 
 
 def first_text_line(text: str) -> str | None:

@@ -3,7 +3,8 @@
 A removed part ends only at a closer that every reader takes for markup. A `</section>`,
 `-->`, `%%` or `:::` that might be inside code, inside an attribute value, inside a
 link's text, destination or title (an image description included), behind a backslash
-or inside a raw-text element (script, style, pre, textarea) does not end anything: the
+or inside a raw-text element (script, style, textarea, xmp, ...; pre too) or a `<?...>`
+bogus comment does not end anything: the
 part goes on, which at worst removes more than the author meant, never less.
 
 `inert_spans` finds those places in one left-to-right pass over a text, erring on the
@@ -19,18 +20,22 @@ import re
 from bisect import bisect_right
 from collections.abc import Callable, Sequence
 
-# Longest tag we read attribute by attribute; an unterminated tag is inert this far,
-# which keeps the pass linear whatever the input.
-MAX_TAG_LENGTH = 512
+# Longest `<section` tag read attribute by attribute for its class (engine/markdown_regions.py):
+# enough for long style attributes, and many tags without a `>` still cost linear time.
+MAX_TAG_LENGTH = 4096
 
 # (closer's offset, offset of the opener of its region or -1 when it is before the text)
 # -> whether the closer might not be markup. A closer in the same code span or link text
 # as its opener is as much markup as the opener was.
 InertTest = Callable[[int, int], bool]
 
-_EVENTS = re.compile(r"`+|\\.|\n[ \t]*(?=\n)|\[|\]\(?|<(?:script|style|pre|textarea)(?=[\s>/])|<[A-Za-z]", re.I)
+# Elements whose content is text to a browser (and `<pre>`, erring toward "not markup").
+_RAW_TEXT = ("script", "style", "pre", "textarea", "title", "xmp", "iframe", "noembed", "noframes", "noscript")
+_EVENTS = re.compile(
+    rf"`+|\\.|\n[ \t]*(?=\n)|\[|\]\(?|<(?:{'|'.join(_RAW_TEXT)}|plaintext)(?=[\s>/])|<[A-Za-z]|<\?", re.I
+)
 _TAG_BODY = re.compile(r"(?:[^>\"']|\"[^\"]*\"|'[^']*')*>")
-_RAW_TEXT_END = {name: re.compile(rf"</{name}\s*>", re.I) for name in ("script", "style", "pre", "textarea")}
+_RAW_TEXT_END = {name: re.compile(rf"</{name}\s*>", re.I) for name in _RAW_TEXT}
 
 
 def inert_spans(text: str) -> list[tuple[int, int]]:
@@ -69,6 +74,14 @@ def inert_spans(text: str) -> list[tuple[int, int]]:
             end = len(text) if closing is None else closing.start()
             spans.append((start, end))
             position = end
+        elif event[1:].casefold() == "plaintext":  # text to the end of the document
+            spans.append((start, len(text)))
+            position = len(text)
+        elif event == "<?":  # a browser's bogus comment, to the first `>`
+            closing_at = text.find(">", position)
+            end = len(text) if closing_at == -1 else closing_at + 1
+            spans.append((start, end))
+            position = end
         else:
             end = _tag_end(text, start)
             spans.append((start, end))
@@ -92,16 +105,17 @@ def never_inert(at: int, opened_at: int) -> bool:
 
 
 def _tag_end(text: str, start: int) -> int:
-    limit = min(len(text), start + MAX_TAG_LENGTH)
-    match = _TAG_BODY.match(text, start + 2, limit)
-    return match.end() if match else limit
+    # Unbounded: a tag never ended is inert to the end of the text, and the pass goes on
+    # from there, so it stays linear.
+    match = _TAG_BODY.match(text, start + 2)
+    return match.end() if match else len(text)
 
 
 def _destination_end(text: str, position: int) -> int:
     """End of a link destination and title opened by `](` just before `position`."""
     depth = 1
     index = position
-    limit = min(len(text), position + MAX_TAG_LENGTH)
+    limit = len(text)  # long destinations (`data:` URIs) included; the pass resumes after it
     while index < limit:
         char = text[index]
         if char == "\\":

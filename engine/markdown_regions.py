@@ -144,10 +144,11 @@ def escaped(text: str, position: int) -> bool:
 
 def container_opener(line: str) -> re.Match[str] | None:
     """The opening-line match of a GM container, for a line without its indentation,
-    read as the author sees it (engine.markdown_text)."""
+    read as the author sees it (engine.markdown_text): a list or quote marker that a
+    look-alike space kept from being one (`-`, no-break space, `:::gm`) is a marker."""
     if folds_to_none_of(line, ":"):
         return None
-    return GM_CONTAINER_OPENER.match(fold_lookalikes(line).lstrip(" "))
+    return GM_CONTAINER_OPENER.match(without_container_prefix(fold_lookalikes(line).lstrip(" ")))
 
 
 def _container_closer(line: str) -> re.Match[str] | None:
@@ -194,12 +195,13 @@ def secret_section_tag_end(text: str, position: int) -> int | None:
     """
     limit = min(len(text), position + MAX_TAG_LENGTH)
     ends: list[int] = []
-    for pattern in (_SECTION_TAG, _SECTION_TAG_UNQUOTED):
+    # No `>` this far: no reading of the tag ends within it, and the parses need not run.
+    terminated = text.find(">", position, limit) != -1
+    for pattern in (_SECTION_TAG, _SECTION_TAG_UNQUOTED) if terminated else ():
         match = pattern.match(text, position, limit)
         if match and _has_secret_class(match.group()):
             ends.append(match.end())
-    unterminated = not ends and limit < len(text) and ">" not in text[position:limit]
-    if unterminated and "secret" in text[position:limit].casefold():
+    if not terminated and limit < len(text) and "secret" in text[position:limit].casefold():
         ends.append(limit)
     return max(ends) if ends else None
 

@@ -31,6 +31,7 @@ from engine.html_tags import html_text, is_line_break
 from engine.markdown_dropped import DROPPED_TEXT, dropped_parts_plugin
 from engine.markdown_headings import (
     HtmlHeading,
+    browser_heading_starts,
     first_text_line,
     gm_heading_line,
     html_headings,
@@ -408,7 +409,7 @@ class _Stripper:
             result = scan(token.content, self.stack, _raw_options(token.content))
             token.content = remove_ranges(token.content, result.removed)
             self._continue_open_heading(token.content)
-            self._cut_at_html_headings(token)
+            self._cut_at_gm_heading_line(token)
             self.stack = result.stack
             return bool(token.content.strip())
         if token.type in ("fence", "code_block") and self.open_heading is not None and not hidden:
@@ -426,6 +427,8 @@ class _Stripper:
             self.stack = result.stack
             return not (hidden or result.removed)
         if token.type in ("fence", "code_block") and hidden:
+            if not self.stack:
+                return False  # code under a GM heading: what it shows opens nothing
             # Its lines as written: a closing fence there may end a fence opened in the
             # removed part (markdown-it saw the opening one inside an HTML block).
             assert token.map is not None
@@ -441,16 +444,21 @@ class _Stripper:
         """Take out of an HTML block the parts under GM headings written as HTML
         (`<h2>GM</h2>`): an HTML heading starts and ends a GM section as a Markdown heading
         does. One left open never ends a section: what follows its start tag may be the
-        rest of the document."""
+        rest of the document; nor does one a browser reads as text (in an attribute value,
+        in a `<script>`)."""
         html = token.content
         kept: list[str] = []
         position = 0
+        browser_headings: frozenset[int] | None = None
         for heading in html_headings(html):
             if self.cut_level is None:
                 kept.append(html[position : heading.start])
             position = heading.start
             if self.cut_level is not None and heading.closed and heading.level <= self.cut_level:
-                self.cut_level = None
+                if browser_headings is None:
+                    browser_headings = browser_heading_starts(html)
+                if heading.start in browser_headings:
+                    self.cut_level = None
             if self.cut_level is None:
                 verdict = names_gm_section(heading)
                 if verdict:
@@ -460,6 +468,18 @@ class _Stripper:
         if self.cut_level is None:
             kept.append(html[position:])
         token.content = "".join(kept)
+
+    def _cut_at_gm_heading_line(self, token: Token) -> None:
+        """Take GM sections out of an HTML block: under HTML headings, and from a line
+        reading as a GM heading in Markdown (`## GM` inside a `<div>`: text to CommonMark,
+        a heading to Pandoc and to the author)."""
+        line = gm_heading_line(token.content) if self.cut_level is None else None
+        if line is not None:
+            token.content = token.content[: line[0]]
+        self._cut_at_html_headings(token)
+        if line is not None and self.cut_level is None:
+            self.cut_level = line[1]
+            self.open_heading = None
 
     def _continue_open_heading(self, text: str) -> None:
         """Let the text of a block (Markdown or HTML) up to its first heading tag decide a
@@ -548,22 +568,23 @@ class _Stripper:
         if self.cut_level is not None:
             token.content = ""
             return
-        if not is_heading:
-            # A GM heading markdown-it reads as paragraph or cell text, which starts its
-            # section where it stands: `##` and a no-break space, or the fullwidth forms of
-            # `## GM`, on any line of a paragraph (a heading to the author), or an HTML
-            # heading element among the text (a heading in a browser).
-            html_heading = self._html_heading_to_judge(kept)
-            candidates = [gm_heading_line(kept) if line_start else None]
-            if html_heading is not None and names_gm_section(html_heading) is None:
-                self.open_heading = _OpenHeading(token, html_heading.start, html_heading.level)
-            elif html_heading is not None:
-                candidates.append((html_heading.start, html_heading.level))
-            found = [heading for heading in candidates if heading is not None]
-            if found:
-                offset, self.cut_level = min(found)
-                self.open_heading = None
-                kept = kept[:offset].rstrip()
+        # A GM heading markdown-it reads as the text of a paragraph, a setext heading or a
+        # cell starts its section where it stands: `##` and a no-break space, or the
+        # fullwidth forms of `## GM`, on any line (a heading to the author); and so does an
+        # HTML heading element among any inline text, a heading's too (a heading in a
+        # browser, which ends the heading around it).
+        in_cell = parent is not None and parent.type in ("th_open", "td_open")
+        html_heading = self._html_heading_to_judge(kept)
+        candidates = [gm_heading_line(kept) if line_start or in_cell else None]
+        if html_heading is not None and names_gm_section(html_heading) is None:
+            self.open_heading = _OpenHeading(token, html_heading.start, html_heading.level)
+        elif html_heading is not None:
+            candidates.append((html_heading.start, html_heading.level))
+        found = [heading for heading in candidates if heading is not None]
+        if found:
+            offset, self.cut_level = min(found)
+            self.open_heading = None
+            kept = kept[:offset].rstrip()
         token.content = kept
 
     def _scan_inline(self, token: Token, line_start: bool) -> str:

@@ -11,9 +11,12 @@ from __future__ import annotations
 import re
 import unicodedata
 
-# Format characters that render as nothing: zero-width space/joiners, word joiner,
-# byte-order mark, soft hyphen, Mongolian vowel separator.
-_INVISIBLE = re.compile("[\u200b-\u200d\u2060\ufeff\u00ad\u180e]")
+# Characters that render as nothing: zero-width space/joiners, direction marks, embeddings
+# and isolates, word joiner and invisible operators, byte-order mark, soft hyphen,
+# Mongolian vowel separator, combining grapheme joiner, variation selectors.
+_INVISIBLE = re.compile(
+    "[\u200b-\u200f\u202a-\u202e\u2060-\u2064\u2066-\u2069\ufeff\u00ad\u180e\u034f\ufe00-\ufe0f\U000e0100-\U000e01ef]"
+)
 _UNICODE_SPACE = re.compile(r"[^\S\n]")
 
 

@@ -109,6 +109,12 @@ SLOW_BEFORE = {
     "quoted-greater-than-signs": 'w <span title="a>b">x</span>' * (_SIZE // 28),
     "heading-tags-left-open-at-paragraph-ends": "w <h2>\n\n" * (_SIZE // 8),
     "look-alike-underlines": "\uff27\uff2d\n\uff0d\n" * (_SIZE // 5),
+    "section-tags-with-one-late-end": "<section " * (_SIZE // 9 - 1) + ">",
+    "section-tags-with-unclosed-quotes": '<section a="' * (_SIZE // 12) + ">",
+    "raw-text-elements-unclosed": "<xmp>" * (_SIZE // 5),
+    "processing-instructions-unclosed": "<?" * (_SIZE // 2),
+    "link-destinations-unclosed": "[a](" * (_SIZE // 4),
+    "heading-tags-in-attributes-under-a-gm-heading": "## GM\n\n" + '<div title="<h2>x</h2>">' * (_SIZE // 24),
     "glued-comments": "<" * (_SIZE // 20) + "<!-- x -->!-- y -->" * (_SIZE // 40),
     "fences": "```\nx\n" * (_SIZE // 6),
 }

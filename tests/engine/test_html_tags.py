@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from engine.html_tags import html_text, is_line_break, tags
+from engine.html_tags import element_tags, html_text, is_line_break, tags
 
 
 def _found(text: str) -> list[tuple[str, bool, str]]:
@@ -53,3 +53,17 @@ def test_the_text_of_html_is_what_a_reader_sees(fragment: str, text: str) -> Non
 )
 def test_line_break_tags(tag: str, breaks: bool) -> None:
     assert is_line_break(tag) is breaks
+
+
+def test_tags_in_raw_text_elements_are_text() -> None:
+    text = '<script>var s = "<h1>x</h1>";</script><h2>Real</h2><textarea><h3></textarea><xmp><h4></XMP>'
+    names = [(tag.name, tag.closing) for tag in element_tags(text)]
+    assert names == [
+        ("script", False), ("script", True), ("h2", False), ("h2", True),
+        ("textarea", False), ("textarea", True), ("xmp", False), ("xmp", True),
+    ]  # fmt: skip
+
+
+@pytest.mark.parametrize("text", ["<plaintext><h2>x</h2>", "<script><h2>x</h2>"])
+def test_a_raw_text_element_never_ended_takes_the_rest(text: str) -> None:
+    assert [tag.name for tag in element_tags(text)] == [text[1:].split(">")[0]]
