@@ -142,13 +142,15 @@ def escaped(text: str, position: int) -> bool:
     return backslashes % 2 == 1
 
 
-def container_opener(line: str) -> re.Match[str] | None:
+def container_opener(line: str, *, look_alike_markers: bool = False) -> re.Match[str] | None:
     """The opening-line match of a GM container, for a line without its indentation,
-    read as the author sees it (engine.markdown_text): a list or quote marker that a
+    read as the author sees it (engine.markdown_text). With `look_alike_markers`, for a
+    line of text (markdown-it took its real markers off), a list or quote marker that a
     look-alike space kept from being one (`-`, no-break space, `:::gm`) is a marker."""
     if folds_to_none_of(line, ":"):
         return None
-    return GM_CONTAINER_OPENER.match(without_container_prefix(fold_lookalikes(line).lstrip(" ")))
+    folded = fold_lookalikes(line).lstrip(" ")
+    return GM_CONTAINER_OPENER.match(without_container_prefix(folded) if look_alike_markers else folded)
 
 
 def _container_closer(line: str) -> re.Match[str] | None:
@@ -355,7 +357,7 @@ class _Scanner:
         if top is not None and top.kind is not FrameKind.FENCE and self.in_indented_code:
             return after  # code: no closer here is markup
         if top is None:
-            opener = container_opener(without_container_prefix(stripped))
+            opener = container_opener(without_container_prefix(stripped), look_alike_markers=True)
             if opener:
                 # The rest of the line is still scanned: a comment opened on it nests.
                 self._push(Frame(FrameKind.CONTAINER, len(opener.group(1))), position)
@@ -379,6 +381,13 @@ class _Scanner:
             if nested:
                 self.stack.append(Frame(FrameKind.CONTAINER, len(nested.group(1)), opened_at=position))
             return None
+        if top.kind is FrameKind.SECTION:
+            # Rule 1 is about lines: a GM container opened inside a secret section runs to
+            # its own closer, even past the section's end tag.
+            opener = container_opener(without_container_prefix(stripped), look_alike_markers=True)
+            if opener:
+                self.stack.append(Frame(FrameKind.CONTAINER, len(opener.group(1)), opened_at=position))
+                return None
         # In raw lines a fence hides closers inside every region, comments included.
         if self._open_fence(line):
             return after
@@ -471,23 +480,36 @@ class _Scanner:
             if event == "%%":
                 self._push(Frame(FrameKind.OBSIDIAN_COMMENT), start)
                 return match.end()
-            top = self.stack[-1]
-            if event.startswith("</"):
-                rest = _END_TAG_REST.match(self.text, match.end())
-                if rest is None or self._inert(start):
-                    continue  # not an end tag, or not surely one
-                if top.size <= 1:
-                    return self._pop(rest.end())
-                self.stack[-1] = replace(top, size=top.size - 1)
-                return rest.end()
-            else:
-                self.stack[-1] = replace(top, size=top.size + 1)
-            return match.end()
+            after = self._section_tag(match, -1)
+            if after is not None:
+                return after
         return limit
+
+    def _section_tag(self, match: re.Match[str], index: int) -> int | None:
+        """Apply a `<section` or `</section` to the section frame at `index` of the stack:
+        the innermost, or the one a container opened inside it was opened in (the section
+        then ends under the container, which goes on to its own closer). Returns where the
+        scan goes on; None when the end tag is not surely one."""
+        section = self.stack[index]
+        if not match.group().startswith("</"):
+            self.stack[index] = replace(section, size=section.size + 1)
+            return match.end()
+        rest = _END_TAG_REST.match(self.text, match.end())
+        if rest is None or self._inert(match.start()):
+            return None  # not an end tag, or not surely one
+        if section.size > 1:
+            self.stack[index] = replace(section, size=section.size - 1)
+        elif index == -1:
+            return self._pop(rest.end())
+        else:
+            del self.stack[index]
+        return rest.end()
 
     def _inline_container(self, position: int) -> int:
         line_end = self._line_end(position)
-        for match in _COMMENT_OPENERS.finditer(self.text, position, line_end):
+        # A GM container opened inside a secret section: the section's tags still count.
+        in_section = len(self.stack) > 1 and self.stack[-2].kind is FrameKind.SECTION
+        for match in (_SECTION_EVENTS if in_section else _COMMENT_OPENERS).finditer(self.text, position, line_end):
             start = match.start()
             span_end = self._code_end(start)
             if span_end is not None:
@@ -495,5 +517,9 @@ class _Scanner:
             if match.group() == "%%":
                 self._push(Frame(FrameKind.OBSIDIAN_COMMENT), start)
                 return match.end()
-            return self._open_html_comment(start)
+            if match.group() == "<!--":
+                return self._open_html_comment(start)
+            after = self._section_tag(match, -2)
+            if after is not None:
+                return after
         return line_end
