@@ -38,12 +38,12 @@ CONTAINER_OPENERS = [":::gm", ":::GM", "::: gm-only", ":::dm", "::::secret", "::
 # Pandoc divs of a GM class.
 CONTAINER_OPENERS += ["::: {.gm}", "::: {#plot .secret}"]
 # Look-alikes: a no-break space after the colons, fullwidth letters.
-CONTAINER_OPENERS += [":::\u00a0gm", ":::\uff47\uff4d"]
+CONTAINER_OPENERS += [":::\u00a0gm", ":::\uff47\uff4d", "\u200e:::gm"]
 GM_HEADINGS = ["GM", "GM only", "gm-only:", "GM notes", "**GM Secrets**", "DM", "DM notes", "Secret", "[GM] plot"]
 # With a Pandoc attribute block.
 GM_HEADINGS += ["GM notes {#plot .unnumbered}"]
-# Look-alikes: a zero-width space inside, fullwidth letters.
-GM_HEADINGS += ["G\u200bM", "\uff27\uff2d"]
+# Look-alikes: a zero-width space inside, fullwidth letters, a direction mark, a no-break hyphen.
+GM_HEADINGS += ["G\u200bM", "\uff27\uff2d", "GM\u200e", "GM\u2011only"]
 SECTION_TAGS = ['<section class="secret">', "<section id='s1' class='secret'>", '<SECTION CLASS=secret data-x="a>b">']
 FORMS = ["container", "html", "obsidian", "section", "gm_heading"]
 CLOSERS = {"container": ":::", "html": "-->", "obsidian": "%%", "section": "</section>"}
@@ -52,7 +52,7 @@ CLOSERS = {"container": ":::", "html": "-->", "obsidian": "%%", "section": "</se
 def _inert_closer(draw: st.DrawFn, doc: GeneratedDocument, closer: str) -> str:
     """A closer that is not markup, followed by a canary: it must close nothing."""
     places = ["code", "double_code", "fence", "indented", "quoted_fence"]
-    places += ["escaped", "attribute", "alt", "title", "script"]
+    places += ["escaped", "attribute", "alt", "title", "script", "long_attribute", "xmp", "instruction"]
     if closer == "-->":
         # markdown-it ends an HTML comment block at the `-->` line, so the fence's closing
         # line opens a new fence that runs to the end: everything after is removed
@@ -78,19 +78,28 @@ def _inert_closer(draw: st.DrawFn, doc: GeneratedDocument, closer: str) -> str:
         return f"![{closer}](x.png) {canary}"
     if place == "title":
         return f'[l](x "{closer}") {canary}'
+    if place == "long_attribute":
+        return f'<img src="data:image/png;base64,{"A" * 600}{closer}"> {canary}'
+    if place == "xmp":
+        return f"<xmp>{closer}</xmp> {canary}"
+    if place == "instruction":
+        return f"<?x {closer} ?> {canary}"
     return f"<script>\n{closer}\n</script>\n{canary}"
 
 
 def _body(draw: st.DrawFn, doc: GeneratedDocument, *, form: str, depth: int, enclosing: frozenset[str]) -> str:
     items: list[str] = []
     for _ in range(draw(st.integers(1, 3))):
-        kind = draw(st.sampled_from(["text", "inert", "nested", "list", "definition", "image"]))
+        kind = draw(st.sampled_from(["text", "inert", "nested", "list", "definition", "image", "tooltip"]))
         if kind == "inert" and form in CLOSERS:
             items.append(_inert_closer(draw, doc, CLOSERS[form]))
         elif kind == "nested" and depth < 2:
             # A comment of a kind already open would end it, in any reader.
             inner = draw(st.sampled_from([f for f in FORMS if f not in enclosing and f != "gm_heading"]))
             items.append(_removed(draw, doc, form=inner, depth=depth + 1, enclosing=enclosing))
+        elif kind == "tooltip":
+            # A heading tag in an attribute value (Foundry's tooltips) is text: it ends nothing.
+            items.append(f'<div data-tooltip="<h1>{doc.canary()}</h1>">{doc.canary()}</div>')
         elif kind == "list":
             items.append(f"- {doc.canary()}\n  - {doc.canary()}")
         elif kind == "definition":
