@@ -51,40 +51,34 @@ CLOSERS = {"container": ":::", "html": "-->", "obsidian": "%%", "section": "</se
 
 def _inert_closer(draw: st.DrawFn, doc: GeneratedDocument, closer: str) -> str:
     """A closer that is not markup, followed by a canary: it must close nothing."""
-    places = ["code", "double_code", "fence", "indented", "quoted_fence"]
-    places += ["escaped", "attribute", "alt", "title", "script", "long_attribute", "xmp", "instruction"]
+    places = list(_INERT_PLACES)
     if closer == "-->":
         # markdown-it ends an HTML comment block at the `-->` line, so the fence's closing
         # line opens a new fence that runs to the end: everything after is removed
         # (README: an over-removal, by choice).
         places = [place for place in places if not place.endswith("fence")]
     place = draw(st.sampled_from(places))
-    canary = doc.canary()
-    if place == "code":
-        return f"x `{closer}` {canary}"
-    if place == "double_code":
-        return f"x `` a`{closer} `` {canary}"
-    if place == "fence":
-        return f"```\n{closer}\n```\n{canary}"
-    if place == "indented":
-        return f"{canary}\n\n    {closer}\n\n{doc.canary()}"
-    if place == "quoted_fence":
-        return f"> ```\n> {closer}\n> ```\n\n{canary}"
-    if place == "escaped":
-        return f"a \\{closer} {canary}" if closer.startswith("<") else f"x `{closer}` {canary}"
-    if place == "attribute":
-        return f'<a title="{closer}">t</a> {canary}'
-    if place == "alt":
-        return f"![{closer}](x.png) {canary}"
-    if place == "title":
-        return f'[l](x "{closer}") {canary}'
-    if place == "long_attribute":
-        return f'<img src="data:image/png;base64,{"A" * 600}{closer}"> {canary}'
-    if place == "xmp":
-        return f"<xmp>{closer}</xmp> {canary}"
-    if place == "instruction":
-        return f"<?x {closer} ?> {canary}"
-    return f"<script>\n{closer}\n</script>\n{canary}"
+    if place == "escaped" and not closer.startswith("<"):
+        place = "code"  # only a `<` is escaped away
+    return _INERT_PLACES[place].format(closer=closer, canary=doc.canary(), canary2=doc.canary())
+
+
+# Where a closer is not markup, each followed by a canary the closer must not publish.
+_INERT_PLACES = {
+    "code": "x `{closer}` {canary}",
+    "double_code": "x `` a`{closer} `` {canary}",
+    "fence": "```\n{closer}\n```\n{canary}",
+    "indented": "{canary}\n\n    {closer}\n\n{canary2}",
+    "quoted_fence": "> ```\n> {closer}\n> ```\n\n{canary}",
+    "escaped": "a \\{closer} {canary}",
+    "attribute": '<a title="{closer}">t</a> {canary}',
+    "alt": "![{closer}](x.png) {canary}",
+    "title": '[l](x "{closer}") {canary}',
+    "long_attribute": '<img src="data:image/png;base64,' + "A" * 600 + '{closer}"> {canary}',
+    "xmp": "<xmp>{closer}</xmp> {canary}",
+    "instruction": "<?x {closer} ?> {canary}",
+    "script": "<script>\n{closer}\n</script>\n{canary}",
+}
 
 
 def _body(draw: st.DrawFn, doc: GeneratedDocument, *, form: str, depth: int, enclosing: frozenset[str]) -> str:
