@@ -111,8 +111,14 @@ def browser_heading_starts(html: str) -> frozenset[int]:
 
 
 def first_text_line(text: str) -> str | None:
-    """The first line of `text` that holds more than spaces, trimmed; None when none does."""
-    return next((line.strip() for line in text.splitlines() if line.strip()), None)
+    """The first line of `text` that shows something, trimmed; None when none does. A line
+    of invisible characters, emphasis or highlight markers, or a hard-break backslash
+    shows nothing."""
+    return next((line.strip() for line in text.splitlines() if _shows_something(line)), None)
+
+
+def _shows_something(line: str) -> bool:
+    return bool(_INLINE_MARKERS.sub("", fold_lookalikes(line)).strip(" \t\\"))
 
 
 def names_gm_section(heading: HtmlHeading) -> bool | None:

@@ -134,9 +134,11 @@ def _destination_end(text: str, position: int) -> int:
 
 
 def _merged(spans: list[tuple[int, int]]) -> list[tuple[int, int]]:
+    # Spans that only touch stay apart: an opener's own tag followed at once by an
+    # attribute or a `<script>` holding a closer must not share a span with it.
     merged: list[tuple[int, int]] = []
     for start, end in sorted(spans):
-        if merged and start <= merged[-1][1]:
+        if merged and start < merged[-1][1]:
             merged[-1] = (merged[-1][0], max(end, merged[-1][1]))
         else:
             merged.append((start, end))

@@ -382,6 +382,15 @@ class _Scanner:
                 self.stack.append(Frame(FrameKind.CONTAINER, len(nested.group(1)), opened_at=position))
             return None
         if top.kind is FrameKind.SECTION:
+            below = self.stack[-2] if len(self.stack) > 1 else None
+            if below is not None and below.kind is FrameKind.CONTAINER:
+                # A section opened inside a GM container: the container's closer ends the
+                # container under it, and the section goes on to its end tag.
+                closer = _container_closer(stripped)
+                surely_markup = not self._inert(position + len(line) - len(stripped))
+                if closer and indent <= 3 and len(closer.group(1)) >= below.size and surely_markup:
+                    del self.stack[-2]
+                    return after
             # Rule 1 is about lines: a GM container opened inside a secret section runs to
             # its own closer, even past the section's end tag.
             opener = container_opener(without_container_prefix(stripped), look_alike_markers=True)
@@ -509,7 +518,7 @@ class _Scanner:
         line_end = self._line_end(position)
         # A GM container opened inside a secret section: the section's tags still count.
         in_section = len(self.stack) > 1 and self.stack[-2].kind is FrameKind.SECTION
-        for match in (_SECTION_EVENTS if in_section else _COMMENT_OPENERS).finditer(self.text, position, line_end):
+        for match in _SECTION_EVENTS.finditer(self.text, position, line_end):
             start = match.start()
             span_end = self._code_end(start)
             if span_end is not None:
@@ -519,7 +528,15 @@ class _Scanner:
                 return match.end()
             if match.group() == "<!--":
                 return self._open_html_comment(start)
-            after = self._section_tag(match, -2)
-            if after is not None:
-                return after
+            if in_section:
+                after = self._section_tag(match, -2)
+                if after is not None:
+                    return after
+            elif not match.group().startswith("</"):
+                # A secret section opened inside a GM container runs to its own end tag,
+                # past the container's closer if that comes first (rule 4).
+                tag_end = secret_section_tag_end(self.text, start)
+                if tag_end is not None:
+                    self.stack.append(Frame(FrameKind.SECTION, 1, opened_at=start))
+                    return tag_end
         return line_end

@@ -428,7 +428,12 @@ class _Stripper:
             return not (hidden or result.removed)
         if token.type in ("fence", "code_block") and hidden:
             if not self.stack:
-                return False  # code under a GM heading: what it shows opens nothing
+                # Code under a GM heading: what it shows opens nothing, but a GM heading
+                # indented by mistake (a tab before `## GM`) widens the section.
+                heading = gm_heading_line(token.content.split("\n", 1)[0]) if token.type == "code_block" else None
+                if heading is not None:
+                    self._cut_from(heading[1])
+                return False
             # Its lines as written: a closing fence there may end a fence opened in the
             # removed part (markdown-it saw the opening one inside an HTML block).
             assert token.map is not None
@@ -465,15 +470,25 @@ class _Stripper:
                     self.cut_level = heading.level
                 elif verdict is None:
                     self.open_heading = _OpenHeading(token, sum(map(len, kept)), heading.level)
+            elif heading.level < self.cut_level and names_gm_section(heading):
+                self.cut_level = heading.level
         if self.cut_level is None:
             kept.append(html[position:])
         token.content = "".join(kept)
+
+    def _cut_from(self, level: int) -> None:
+        """A GM heading of `level`: its section starts, or widens the one being cut."""
+        self.cut_level = level if self.cut_level is None else min(self.cut_level, level)
+        self.open_heading = None
 
     def _cut_at_gm_heading_line(self, token: Token) -> None:
         """Take GM sections out of an HTML block: under HTML headings, and from a line
         reading as a GM heading in Markdown (`## GM` inside a `<div>`: text to CommonMark,
         a heading to Pandoc and to the author)."""
-        line = gm_heading_line(token.content) if self.cut_level is None else None
+        line = gm_heading_line(token.content)
+        if line is not None and self.cut_level is not None:
+            self._cut_from(line[1])
+            line = None
         if line is not None:
             token.content = token.content[: line[0]]
         self._cut_at_html_headings(token)
@@ -563,9 +578,17 @@ class _Stripper:
         else:
             kept = token.content.strip()
         self._continue_open_heading(kept)
-        if self.cut_level is None and is_heading and parent is not None and self._is_gm_heading(kept):
-            self.cut_level = int(parent.tag[1:])
+        in_cell = parent is not None and parent.type in ("th_open", "td_open")
+        if is_heading and parent is not None and self._is_gm_heading(kept):
+            self._cut_from(int(parent.tag[1:]))
         if self.cut_level is not None:
+            # Hidden, but a GM heading of a higher level in it widens the section.
+            html_heading = self._html_heading_to_judge(kept)
+            if html_heading is not None and names_gm_section(html_heading):
+                self._cut_from(html_heading.level)
+            line = gm_heading_line(kept) if line_start or in_cell else None
+            if line is not None:
+                self._cut_from(line[1])
             token.content = ""
             return
         # A GM heading markdown-it reads as the text of a paragraph, a setext heading or a
@@ -573,7 +596,6 @@ class _Stripper:
         # fullwidth forms of `## GM`, on any line (a heading to the author); and so does an
         # HTML heading element among any inline text, a heading's too (a heading in a
         # browser, which ends the heading around it).
-        in_cell = parent is not None and parent.type in ("th_open", "td_open")
         html_heading = self._html_heading_to_judge(kept)
         candidates = [gm_heading_line(kept) if line_start or in_cell else None]
         if html_heading is not None and names_gm_section(html_heading) is None:

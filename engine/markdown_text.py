@@ -11,11 +11,15 @@ from __future__ import annotations
 import re
 import unicodedata
 
-# Characters that render as nothing: zero-width space/joiners, direction marks, embeddings
-# and isolates, word joiner and invisible operators, byte-order mark, soft hyphen,
-# Mongolian vowel separator, combining grapheme joiner, variation selectors.
+# Characters that render as nothing: zero-width space/joiners, direction marks (Arabic's
+# too), embeddings and isolates, word joiner and invisible operators, byte-order mark,
+# soft hyphen, Mongolian vowel separator and variation selectors, combining grapheme
+# joiner, variation selectors, tag characters, Hangul fillers, Khmer inherent vowels,
+# musical formatting characters, the blank Braille pattern.
 _INVISIBLE = re.compile(
-    "[\u200b-\u200f\u202a-\u202e\u2060-\u2064\u2066-\u2069\ufeff\u00ad\u180e\u034f\ufe00-\ufe0f\U000e0100-\U000e01ef]"
+    "[\u200b-\u200f\u202a-\u202e\u2060-\u206f\ufeff\u00ad\u061c\u180b-\u180f\u034f"
+    "\ufe00-\ufe0f\U000e0000-\U000e007f\U000e0100-\U000e01ef\u115f\u1160\u3164\uffa0"
+    "\u17b4\u17b5\U0001d173-\U0001d17a\u2800]"
 )
 _UNICODE_SPACE = re.compile(r"[^\S\n]")
 
