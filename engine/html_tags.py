@@ -17,12 +17,18 @@ from dataclasses import dataclass
 # anywhere else in a tag is part of a name and ends nothing.
 _TAG_STOP = re.compile(r""">|=[ \t\n\f\r]*(["'])""")
 _ANY_TAG_START = re.compile(r"</?([A-Za-z][^\s/>]*)")
+# A tag, or a bogus comment (`<?php ... >`, `<!DOCTYPE ...>`, `<![CDATA[...>`: to a browser,
+# everything up to the first `>`), which comes out as a tag named `!`.
+_TAG_OR_BOGUS_COMMENT = re.compile(r"</?([A-Za-z][^\s/>]*)|<[?!]")
+BOGUS_COMMENT = "!"
 _LINE_BREAK = "br"
 # Elements whose content a browser reads as text up to their end tag (raw text, escapable
 # raw text, and the legacy ones), `<plaintext>` to the end of the document.
 _RAW_TEXT_ELEMENTS = frozenset(
     {"script", "style", "textarea", "title", "xmp", "iframe", "noembed", "noframes", "noscript", "plaintext"}
 )
+# Those whose text a browser does not show.
+_HIDDEN_RAW_TEXT = frozenset({"script", "style", "title", "iframe", "noembed", "noframes", "noscript"})
 
 
 @dataclass(frozen=True, slots=True)
@@ -39,20 +45,26 @@ def tags(text: str, start: re.Pattern[str] = _ANY_TAG_START, position: int = 0) 
     matches, in order, its group 1 being the name; the last one yielded is the one that
     never ends, if any."""
     while (opening := start.search(text, position)) is not None:
-        end = _tag_end(text, opening.end())
-        yield Tag(opening.start(), end, opening.group(1).lower(), text[opening.start() + 1] == "/")
+        if opening.group(1) is None:
+            closing_at = text.find(">", opening.end())
+            end = None if closing_at == -1 else closing_at + 1
+            yield Tag(opening.start(), end, BOGUS_COMMENT, False)
+        else:
+            end = _tag_end(text, opening.end())
+            yield Tag(opening.start(), end, opening.group(1).lower(), text[opening.start() + 1] == "/")
         if end is None:
             return
         position = end
 
 
 def element_tags(text: str) -> Iterator[Tag]:
-    """The tags of `text` as a browser builds elements from them: those inside a raw-text
-    element (`<script>`, `<textarea>`, `<xmp>` ...) are its text, not tags."""
+    """The tags of `text` as a browser builds elements from them, bogus comments among
+    them: those inside a raw-text element (`<script>`, `<textarea>`, `<xmp>` ...) are its
+    text, not tags."""
     position: int | None = 0
     while position is not None:
         resume, position = position, None
-        for tag in tags(text, position=resume):
+        for tag in tags(text, _TAG_OR_BOGUS_COMMENT, resume):
             yield tag
             if tag.end is not None and not tag.closing and tag.name in _RAW_TEXT_ELEMENTS:
                 position = _raw_text_end(text, tag.name, tag.end)
@@ -81,16 +93,20 @@ def _tag_end(text: str, position: int) -> int | None:
 
 
 def html_text(fragment: str) -> str:
-    """The text of a piece of HTML, as a reader sees it: tags dropped (a line break read as
-    a space), entities read, nothing from a tag that never ends."""
+    """The text of a piece of HTML, as a reader sees it: tags and bogus comments dropped (a
+    line break read as a space), entities read, nothing from a tag that never ends nor
+    from a `<script>`, `<style>` or `<title>`."""
     parts: list[str] = []
     position = 0
-    for tag in tags(fragment):
-        parts.append(fragment[position : tag.start])
+    shown = True
+    for tag in element_tags(fragment):
+        if shown:
+            parts.append(fragment[position : tag.start])
         if tag.end is None:
             return html.unescape("".join(parts))
         if tag.name == _LINE_BREAK:
             parts.append(" ")
+        shown = tag.closing or tag.name not in _HIDDEN_RAW_TEXT
         position = tag.end
     parts.append(fragment[position:])
     return html.unescape("".join(parts))

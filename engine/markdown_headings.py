@@ -8,6 +8,7 @@ in text it drops or reads as code or as a paragraph (look-alike characters).
 from __future__ import annotations
 
 import re
+from collections.abc import Iterator
 from dataclasses import dataclass
 
 from engine.html_tags import Tag, element_tags, html_text, tags
@@ -78,16 +79,18 @@ class HtmlHeading:
     closed: bool = True
 
 
-def html_headings(html: str) -> list[HtmlHeading]:
+def html_headings(html: str, *, as_browser: bool = False) -> list[HtmlHeading]:
     """The heading elements (`<h2>...</h2>`) of a piece of HTML, in order, as a browser
     reads them: a heading ends at the next heading tag, start or end, of any level
     (`<h2>Intro<h2>GM</h2>` is two headings, `<h2>GM</h3>` one). One not ended in `html`
-    comes last, not `closed`, with the rest of `html` as its inner HTML. One pass over the
-    heading tags (engine.html_tags): linear time."""
+    comes last, not `closed`, with the rest of `html` as its inner HTML. Every heading tag
+    counts, even one in an attribute value; `as_browser`, only the ones a browser reads as
+    tags (`browser_heading_starts`). One pass over the tags (engine.html_tags): linear."""
     headings: list[HtmlHeading] = []
     opened: Tag | None = None
     opened_end = 0
-    for tag in tags(html, _HEADING_TAG_START):
+    found = _browser_heading_tags(html) if as_browser else tags(html, _HEADING_TAG_START)
+    for tag in found:
         if opened is not None:
             headings.append(HtmlHeading(opened.start, _level(opened), html[opened_end : tag.start]))
         opened = None if tag.closing or tag.end is None else tag
@@ -107,7 +110,23 @@ def browser_heading_starts(html: str) -> frozenset[int]:
     (`<script>`, `<textarea>` ...). `html_headings` reads every heading tag as one, which
     is the reading that hides more for a heading that starts a GM section; one that ends
     a section must be one of these."""
-    return frozenset(tag.start for tag in element_tags(html) if _HEADING_TAG_NAME.fullmatch(tag.name))
+    return frozenset(tag.start for tag in _browser_heading_tags(html))
+
+
+def _browser_heading_tags(html: str) -> Iterator[Tag]:
+    return (tag for tag in element_tags(html) if _HEADING_TAG_NAME.fullmatch(tag.name))
+
+
+def gm_heading_starts(html: str) -> frozenset[int]:
+    """Where the heading elements of `html` that name a GM section start, in either
+    reading of its heading tags (every one, or a browser's): `<h2><a title="</h2>">GM</a></h2>`
+    is a GM heading to a browser, `<div title="<h2>GM</h2>">` to the other reading."""
+    return frozenset(
+        heading.start
+        for as_browser in (False, True)
+        for heading in html_headings(html, as_browser=as_browser)
+        if names_gm_section(heading)
+    )
 
 
 def first_text_line(text: str) -> str | None:

@@ -354,6 +354,23 @@ class _Scanner:
         self.in_indented_code = not blank and code_indent >= 4 and (self.previous_blank or self.in_indented_code)
         self.previous_blank = blank
         top = self.stack[-1] if self.stack else None
+        if top is not None and top.kind is FrameKind.SECTION:
+            # HTML, not code, however indented: checked before the indented-code rule.
+            below = self.stack[-2] if len(self.stack) > 1 else None
+            if below is not None and below.kind is FrameKind.CONTAINER:
+                # A section opened inside a GM container: the container's closer ends the
+                # container under it, and the section goes on to its end tag.
+                closer = _container_closer(stripped)
+                surely_markup = not self._inert(position + len(line) - len(stripped))
+                if closer and indent <= 3 and len(closer.group(1)) >= below.size and surely_markup:
+                    del self.stack[-2]
+                    return after
+            # Rule 1 is about lines: a GM container opened inside a secret section runs to
+            # its own closer, even past the section's end tag.
+            opener = container_opener(without_container_prefix(stripped), look_alike_markers=True)
+            if opener:
+                self.stack.append(Frame(FrameKind.CONTAINER, len(opener.group(1)), opened_at=position))
+                return None
         if top is not None and top.kind is not FrameKind.FENCE and self.in_indented_code:
             return after  # code: no closer here is markup
         if top is None:
@@ -381,22 +398,6 @@ class _Scanner:
             if nested:
                 self.stack.append(Frame(FrameKind.CONTAINER, len(nested.group(1)), opened_at=position))
             return None
-        if top.kind is FrameKind.SECTION:
-            below = self.stack[-2] if len(self.stack) > 1 else None
-            if below is not None and below.kind is FrameKind.CONTAINER:
-                # A section opened inside a GM container: the container's closer ends the
-                # container under it, and the section goes on to its end tag.
-                closer = _container_closer(stripped)
-                surely_markup = not self._inert(position + len(line) - len(stripped))
-                if closer and indent <= 3 and len(closer.group(1)) >= below.size and surely_markup:
-                    del self.stack[-2]
-                    return after
-            # Rule 1 is about lines: a GM container opened inside a secret section runs to
-            # its own closer, even past the section's end tag.
-            opener = container_opener(without_container_prefix(stripped), look_alike_markers=True)
-            if opener:
-                self.stack.append(Frame(FrameKind.CONTAINER, len(opener.group(1)), opened_at=position))
-                return None
         # In raw lines a fence hides closers inside every region, comments included.
         if self._open_fence(line):
             return after

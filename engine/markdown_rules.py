@@ -34,6 +34,7 @@ from engine.markdown_headings import (
     browser_heading_starts,
     first_text_line,
     gm_heading_line,
+    gm_heading_starts,
     html_headings,
     is_gm_heading_text,
     names_gm_section,
@@ -338,6 +339,9 @@ class _OpenHeading:
     token: Token
     start: int
     level: int
+    # Blocks kept since that showed no text (a `<script>`, a thematic break): in the
+    # section too, if it is one.
+    since: list[Token] = field(default_factory=list)
 
 
 class _Stripper:
@@ -356,6 +360,8 @@ class _Stripper:
         # Level of the GM heading whose section is being cut, if any.
         self.cut_level: int | None = None
         self.open_heading: _OpenHeading | None = None
+        # Ids of blocks kept before a heading element left open turned out to be GM.
+        self.cut_after_open_heading: set[int] = set()
         # Inline tokens parsed here, by id of their inline token, with the content parsed.
         self.parsed_inline: dict[int, tuple[str, list[Token]]] = {}
 
@@ -366,6 +372,8 @@ class _Stripper:
         for index, token in enumerate(tokens):
             if not self._keep(token, tokens[index - 1] if index else None):
                 continue
+            if self.open_heading is not None and token is not self.open_heading.token and token.nesting == 0:
+                self.open_heading.since.append(token)
             if token.type == "definition":
                 # The first surviving definition of a label wins; mdformat writes the
                 # used ones itself, so the token does not stay in the stream.
@@ -375,9 +383,13 @@ class _Stripper:
             kept.append(token)
         self.state.env["references"] = references
         self.state.env.pop("duplicate_refs", None)
-        # An HTML block may have lost all of its text after it was kept: a heading element
-        # it left open turned out to start a GM section.
-        kept = [token for token in kept if token.type != "html_block" or token.content.strip()]
+        # An HTML block may have lost all of its text after it was kept, and blocks after it
+        # been cut: a heading element it left open turned out to start a GM section.
+        kept = [
+            token
+            for token in kept
+            if id(token) not in self.cut_after_open_heading and (token.type != "html_block" or token.content.strip())
+        ]
         if references == self.block_references:
             # The inline parses made to find code spans used the references the inline
             # stage will use: where the content stayed the same, so would their tokens.
@@ -455,7 +467,9 @@ class _Stripper:
         kept: list[str] = []
         position = 0
         browser_headings: frozenset[int] | None = None
-        for heading in html_headings(html):
+        headings = html_headings(html)
+        gm_starts = gm_heading_starts(html) if headings else frozenset()
+        for heading in headings:
             if self.cut_level is None:
                 kept.append(html[position : heading.start])
             position = heading.start
@@ -465,12 +479,12 @@ class _Stripper:
                 if heading.start in browser_headings:
                     self.cut_level = None
             if self.cut_level is None:
-                verdict = names_gm_section(heading)
+                verdict = True if heading.start in gm_starts else names_gm_section(heading)
                 if verdict:
                     self.cut_level = heading.level
                 elif verdict is None:
                     self.open_heading = _OpenHeading(token, sum(map(len, kept)), heading.level)
-            elif heading.level < self.cut_level and names_gm_section(heading):
+            elif heading.level < self.cut_level and heading.start in gm_starts:
                 self.cut_level = heading.level
         if self.cut_level is None:
             kept.append(html[position:])
@@ -517,6 +531,7 @@ class _Stripper:
             self.cut_level = opened.level
             before = opened.token.content[: opened.start]
             opened.token.content = before if opened.token.type == "html_block" else before.rstrip()
+            self.cut_after_open_heading.update(map(id, opened.since))
 
     def _is_closed_fence(self, token: Token) -> bool:
         assert token.map is not None
@@ -634,7 +649,12 @@ class _Stripper:
         none. One inside a code span, or whose `<` is escaped, is text."""
         if "<" not in text:
             return None
-        candidates = [heading for heading in html_headings(text) if names_gm_section(heading) is not False]
+        gm_starts = gm_heading_starts(text)
+        candidates = [
+            heading
+            for heading in html_headings(text)
+            if heading.start in gm_starts or names_gm_section(heading) is not False
+        ]
         if not candidates:
             return None
         if "`" in text:

@@ -67,3 +67,19 @@ def test_tags_in_raw_text_elements_are_text() -> None:
 @pytest.mark.parametrize("text", ["<plaintext><h2>x</h2>", "<script><h2>x</h2>"])
 def test_a_raw_text_element_never_ended_takes_the_rest(text: str) -> None:
     assert [tag.name for tag in element_tags(text)] == [text[1:].split(">")[0]]
+
+
+@pytest.mark.parametrize("comment", ["<?php echo '<h2>'; ?>", "<!DOCTYPE html>", "<![CDATA[<h2>x]]>"])
+def test_a_bogus_comment_runs_to_the_first_greater_than_sign(comment: str) -> None:
+    text = f"a{comment}b"
+    found = list(element_tags(text))
+    assert found[0].name == "!" and found[0].start == 1
+    assert html_text(text) == "a" + text[found[0].end or len(text) :]
+
+
+@pytest.mark.parametrize(
+    ("fragment", "text"),
+    [("<script>x</script>GM", "GM"), ("<style>p{}</style>GM", "GM"), ("a<textarea>t</textarea>b", "atb")],
+)
+def test_the_text_of_scripts_and_styles_is_not_shown(fragment: str, text: str) -> None:
+    assert html_text(fragment) == text
