@@ -146,6 +146,7 @@ def _gm_heading_line(draw: st.DrawFn, doc: GeneratedDocument) -> str:
         "html_after_text": lambda: f"{doc.word()} <h2>{name}</h2>",
         "html_split": lambda: f"<h2>\n\n{name}\n\n</h2>",
         "html_never_closed": lambda: f"<h2>{name}",
+        "html_with_hidden_tags": lambda: f'<h2><script>x</script><a title="</h2>">{name}</a></h2>',
         "setext_look_alike": lambda: f"{name}\n{draw(st.sampled_from(_LOOK_ALIKE_DASHES))}",
         "no_break_after_text": lambda: f"{doc.word()}\n##\u00a0{name}",
     }
