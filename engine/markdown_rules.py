@@ -506,9 +506,8 @@ class _Stripper:
         if line is not None:
             token.content = token.content[: line[0]]
         self._cut_at_html_headings(token)
-        if line is not None and self.cut_level is None:
-            self.cut_level = line[1]
-            self.open_heading = None
+        if line is not None:
+            self._cut_from(line[1])
 
     def _continue_open_heading(self, text: str) -> None:
         """Let the text of a block (Markdown or HTML) up to its first heading tag decide a
@@ -577,12 +576,12 @@ class _Stripper:
         kept = remove_ranges(text, result.removed)
         self.stack = result.stack
         self._continue_open_heading(kept)
-        levels = [heading.level for heading in html_headings(kept) if names_gm_section(heading)]
+        for heading in html_headings(kept):
+            if names_gm_section(heading):
+                self._cut_from(heading.level)
         line = gm_heading_line(kept)
         if line is not None:
-            levels.append(line[1])
-        if levels and (self.cut_level is None or min(levels) < self.cut_level):
-            self.cut_level = min(levels)
+            self._cut_from(line[1])
 
     def _strip_inline(self, token: Token, parent: Token | None) -> None:
         is_heading = parent is not None and parent.type == "heading_open"
