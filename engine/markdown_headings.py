@@ -117,16 +117,16 @@ def _browser_heading_tags(html: str) -> Iterator[Tag]:
     return (tag for tag in element_tags(html) if _HEADING_TAG_NAME.fullmatch(tag.name))
 
 
-def gm_heading_starts(html: str) -> frozenset[int]:
-    """Where the heading elements of `html` that name a GM section start, in either
-    reading of its heading tags (every one, or a browser's): `<h2><a title="</h2>">GM</a></h2>`
-    is a GM heading to a browser, `<div title="<h2>GM</h2>">` to the other reading."""
-    return frozenset(
-        heading.start
-        for as_browser in (False, True)
-        for heading in html_headings(html, as_browser=as_browser)
-        if names_gm_section(heading)
-    )
+def judged_html_headings(html: str) -> list[tuple[HtmlHeading, bool | None]]:
+    """The heading elements of `html` with every heading tag counted, each with whether it
+    names a GM section (`names_gm_section`); True too where a browser's reading of the tags
+    finds one that does at the same start: `<h2><a title="</h2>">GM</a></h2>` is a GM
+    heading to a browser, `<div title="<h2>GM</h2>">` to the other reading."""
+    headings = html_headings(html)
+    if not headings:
+        return []
+    browser_gm = {heading.start for heading in html_headings(html, as_browser=True) if names_gm_section(heading)}
+    return [(heading, True if heading.start in browser_gm else names_gm_section(heading)) for heading in headings]
 
 
 def first_text_line(text: str) -> str | None:

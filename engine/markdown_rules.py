@@ -34,10 +34,8 @@ from engine.markdown_headings import (
     browser_heading_starts,
     first_text_line,
     gm_heading_line,
-    gm_heading_starts,
-    html_headings,
     is_gm_heading_text,
-    names_gm_section,
+    judged_html_headings,
     text_before_heading_tag,
 )
 from engine.markdown_inert import InertTest, inert_spans, spans_test
@@ -467,9 +465,7 @@ class _Stripper:
         kept: list[str] = []
         position = 0
         browser_headings: frozenset[int] | None = None
-        headings = html_headings(html)
-        gm_starts = gm_heading_starts(html) if headings else frozenset()
-        for heading in headings:
+        for heading, verdict in judged_html_headings(html):
             if self.cut_level is None:
                 kept.append(html[position : heading.start])
             position = heading.start
@@ -479,12 +475,11 @@ class _Stripper:
                 if heading.start in browser_headings:
                     self.cut_level = None
             if self.cut_level is None:
-                verdict = True if heading.start in gm_starts else names_gm_section(heading)
                 if verdict:
                     self.cut_level = heading.level
                 elif verdict is None:
                     self.open_heading = _OpenHeading(token, sum(map(len, kept)), heading.level)
-            elif heading.level < self.cut_level and heading.start in gm_starts:
+            elif heading.level < self.cut_level and verdict:
                 self.cut_level = heading.level
         if self.cut_level is None:
             kept.append(html[position:])
@@ -576,8 +571,8 @@ class _Stripper:
         kept = remove_ranges(text, result.removed)
         self.stack = result.stack
         self._continue_open_heading(kept)
-        for heading in html_headings(kept):
-            if names_gm_section(heading):
+        for heading, verdict in judged_html_headings(kept):
+            if verdict:
                 self._cut_from(heading.level)
         line = gm_heading_line(kept)
         if line is not None:
@@ -595,31 +590,27 @@ class _Stripper:
         in_cell = parent is not None and parent.type in ("th_open", "td_open")
         if is_heading and parent is not None and self._is_gm_heading(kept):
             self._cut_from(int(parent.tag[1:]))
-        if self.cut_level is not None:
-            # Hidden, but a GM heading of a higher level in it widens the section.
-            html_heading = self._html_heading_to_judge(kept)
-            if html_heading is not None and names_gm_section(html_heading):
-                self._cut_from(html_heading.level)
-            line = gm_heading_line(kept) if line_start or in_cell else None
-            if line is not None:
-                self._cut_from(line[1])
-            token.content = ""
-            return
         # A GM heading markdown-it reads as the text of a paragraph, a setext heading or a
         # cell starts its section where it stands: `##` and a no-break space, or the
         # fullwidth forms of `## GM`, on any line (a heading to the author); and so does an
         # HTML heading element among any inline text, a heading's too (a heading in a
         # browser, which ends the heading around it).
-        html_heading = self._html_heading_to_judge(kept)
-        candidates = [gm_heading_line(kept) if line_start or in_cell else None]
-        if html_heading is not None and names_gm_section(html_heading) is None:
-            self.open_heading = _OpenHeading(token, html_heading.start, html_heading.level)
-        elif html_heading is not None:
-            candidates.append((html_heading.start, html_heading.level))
-        found = [heading for heading in candidates if heading is not None]
+        line = gm_heading_line(kept) if line_start or in_cell else None
+        found = [line] if line is not None else []
+        judged = self._html_heading_to_judge(kept)
+        if judged is not None and judged[1]:
+            found.append((judged[0].start, judged[0].level))
+        if self.cut_level is not None:
+            # Hidden, but a GM heading of a higher level in it widens the section.
+            for _offset, level in found:
+                self._cut_from(level)
+            token.content = ""
+            return
+        if judged is not None and judged[1] is None:
+            self.open_heading = _OpenHeading(token, judged[0].start, judged[0].level)
         if found:
-            offset, self.cut_level = min(found)
-            self.open_heading = None
+            offset, level = min(found)
+            self._cut_from(level)
             kept = kept[:offset].rstrip()
         token.content = kept
 
@@ -642,25 +633,19 @@ class _Stripper:
         self.stack = result.stack
         return remove_ranges(token.content, result.removed).strip()
 
-    def _html_heading_to_judge(self, text: str) -> HtmlHeading | None:
+    def _html_heading_to_judge(self, text: str) -> tuple[HtmlHeading, bool | None] | None:
         """The first heading element in inline Markdown `text` that names a GM section
-        (`<h2>GM notes</h2>`) or is left open with no text after it, None when there is
-        none. One inside a code span, or whose `<` is escaped, is text."""
+        (`<h2>GM notes</h2>`: True) or is left open with no text after it (None), with
+        that verdict; None when there is none. One inside a code span, or whose `<` is
+        escaped, is text."""
         if "<" not in text:
             return None
-        gm_starts = gm_heading_starts(text)
-        candidates = [
-            heading
-            for heading in html_headings(text)
-            if heading.start in gm_starts or names_gm_section(heading) is not False
-        ]
-        if not candidates:
-            return None
-        if "`" in text:
+        candidates = [(heading, verdict) for heading, verdict in judged_html_headings(text) if verdict is not False]
+        if candidates and "`" in text:
             # Opened "before the text" (-1): a heading element is text anywhere in a code span.
             in_code = spans_test(_parse_inline(self.state.md, text, self.block_references)[1])
-            candidates = [heading for heading in candidates if not in_code(heading.start, -1)]
-        return next((heading for heading in candidates if not escaped(text, heading.start)), None)
+            candidates = [(heading, verdict) for heading, verdict in candidates if not in_code(heading.start, -1)]
+        return next(((heading, verdict) for heading, verdict in candidates if not escaped(text, heading.start)), None)
 
     def _is_gm_heading(self, content: str) -> bool:
         # `## **GM notes**` and `## \[GM\] plot` count as much as `## GM notes`.
