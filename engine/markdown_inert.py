@@ -2,7 +2,8 @@
 
 A removed part ends only at a closer that every reader takes for markup. A `</section>`,
 `-->`, `%%` or `:::` that might be inside code, inside an attribute value, inside a
-link's text, destination or title (an image description included), behind a backslash
+link's text, destination or title (an image description and a link reference
+definition's destination and title included), behind a backslash
 or inside a raw-text element (script, style, textarea, xmp, ...; pre too) or a `<?...>`
 bogus comment does not end anything: the
 part goes on, which at worst removes more than the author meant, never less.
@@ -32,7 +33,7 @@ InertTest = Callable[[int, int], bool]
 # Elements whose content is text to a browser (and `<pre>`, erring toward "not markup").
 _RAW_TEXT = ("script", "style", "pre", "textarea", "title", "xmp", "iframe", "noembed", "noframes", "noscript")
 _EVENTS = re.compile(
-    rf"`+|\\.|\n[ \t]*(?=\n)|\[|\]\(?|<(?:{'|'.join(_RAW_TEXT)}|plaintext)(?=[\s>/])|<[A-Za-z]|<\?", re.I
+    rf"`+|\\.|\n[ \t]*(?=\n)|\[|\][(:]?|<(?:{'|'.join(_RAW_TEXT)}|plaintext)(?=[\s>/])|<[A-Za-z]|<\?", re.I
 )
 _TAG_BODY = re.compile(r"(?:[^>\"']|\"[^\"]*\"|'[^']*')*>")
 _RAW_TEXT_END = {name: re.compile(rf"</{name}\s*>", re.I) for name in _RAW_TEXT}
@@ -66,7 +67,12 @@ def inert_spans(text: str) -> list[tuple[int, int]]:
             brackets.append(start)
         elif event[0] == "]":
             if brackets:
-                end = _destination_end(text, position) if event == "](" else position
+                if event == "](":
+                    end = _destination_end(text, position)
+                elif event == "]:":
+                    end = _definition_end(text, position)
+                else:
+                    end = position
                 spans.append((brackets.pop(), end))
                 position = max(position, end)
         elif event[1:].casefold() in _RAW_TEXT_END:
@@ -131,6 +137,44 @@ def _destination_end(text: str, position: int) -> int:
             return index
         index += 1
     return limit
+
+
+_DEFINITION_DESTINATION = re.compile(r"[ \t]*\n?[ \t]*(?:<[^<>\n]*>?|[^\s<]\S*)?")
+_TITLE_START = re.compile(r"[ \t]*\n?[ \t]*([\"'(])")
+_TITLE_CLOSE = {'"': '"', "'": "'", "(": ")"}
+
+
+def _definition_end(text: str, position: int) -> int:
+    """End of what may be a link reference definition's destination and title, after the
+    `]:` of its label just before `position`.
+
+    A title may run over several lines (never past a blank one) and hold anything; one
+    never closed still counts to the end of its paragraph, as the reading that hides more.
+    """
+    destination = _DEFINITION_DESTINATION.match(text, position)
+    end = destination.end() if destination else position
+    title = _TITLE_START.match(text, end)
+    if title is None:
+        return end
+    close = _TITLE_CLOSE[title.group(1)]
+    index = title.end()
+    limit = len(text)
+    while index < limit:
+        char = text[index]
+        if char == "\\":
+            index += 2
+            continue
+        if char == close:
+            return index + 1
+        if char == "\n" and _blank_line_at(text, index + 1):
+            return index
+        index += 1
+    return limit
+
+
+def _blank_line_at(text: str, start: int) -> bool:
+    end = text.find("\n", start)
+    return not text[start : len(text) if end == -1 else end].strip(" \t")
 
 
 def _merged(spans: list[tuple[int, int]]) -> list[tuple[int, int]]:

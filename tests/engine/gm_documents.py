@@ -74,6 +74,7 @@ _INERT_PLACES = {
     "attribute": '<a title="{closer}">t</a> {canary}',
     "alt": "![{closer}](x.png) {canary}",
     "title": '[l](x "{closer}") {canary}',
+    "definition_title": '[d]: /u "a\n{closer}\nb"\n{canary}',
     "long_attribute": '<img src="data:image/png;base64,' + "A" * 600 + '{closer}"> {canary}',
     "xmp": "<xmp>{closer}</xmp> {canary}",
     "instruction": "<?x {closer} ?> {canary}",
