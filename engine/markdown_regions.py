@@ -31,7 +31,6 @@ The rules, chosen so that an author's hidden note never shows up:
 
 from __future__ import annotations
 
-import html
 import re
 from bisect import bisect_right
 from collections.abc import Sequence
@@ -39,6 +38,7 @@ from dataclasses import dataclass, replace
 from enum import Enum
 
 from engine.markdown_inert import MAX_TAG_LENGTH, InertTest, never_inert
+from engine.markdown_section_tags import secret_section_tag_end
 from engine.markdown_text import fold_lookalikes, folds_to_none_of, without_container_prefix
 
 # A GM container opening line, after its indentation: `:::gm`, `::: DM`, `::::secret Title`,
@@ -63,11 +63,6 @@ _END_TAG_REST = re.compile(r"\s*>")
 _GLUED_OPENERS = re.compile(r"<!--|%%|<section", re.IGNORECASE)
 _LONGEST_GLUED_OPENER = len("<section")
 _COMMENT_OPENERS = re.compile(r"<!--|%%")
-# The whole opening tag, with quoted attribute values (which may hold `>`) ...
-_SECTION_TAG = re.compile(r"<section(?:[^>\"']|\"[^\"]*\"|'[^']*')*>", re.IGNORECASE)
-# ... and, when a quote is never closed, up to the first `>` as a browser would.
-_SECTION_TAG_UNQUOTED = re.compile(r"<section[^>]*>", re.IGNORECASE)
-_CLASS_ATTRIBUTE = re.compile(r"""\bclass\s*=\s*(?:"([^"]*)"|'([^']*)'|([^\s"'=<>`]+))""", re.IGNORECASE)
 
 
 class FrameKind(Enum):
@@ -187,35 +182,6 @@ def is_fence_closer(line: str, markup: str) -> bool:
     return len(marker) >= len(markup) and marker == markup[0] * len(marker)
 
 
-def secret_section_tag_end(text: str, position: int) -> int | None:
-    """End offset of a Foundry secret `<section ...>` tag starting at `position`, or None.
-
-    The class attribute is read from both a quote-aware and a naive parse of the tag, so a
-    stray quote cannot hide the class from us. Tags are read at most `MAX_TAG_LENGTH`
-    characters far (so many `<section`s without a `>` cost linear time); a longer one that
-    mentions "secret" is taken for a secret section ending there.
-    """
-    limit = min(len(text), position + MAX_TAG_LENGTH)
-    ends: list[int] = []
-    # No `>` this far: no reading of the tag ends within it, and the parses need not run.
-    terminated = text.find(">", position, limit) != -1
-    for pattern in (_SECTION_TAG, _SECTION_TAG_UNQUOTED) if terminated else ():
-        match = pattern.match(text, position, limit)
-        if match and _has_secret_class(match.group()):
-            ends.append(match.end())
-    if not terminated and limit < len(text) and "secret" in text[position:limit].casefold():
-        ends.append(limit)
-    return max(ends) if ends else None
-
-
-def _has_secret_class(tag: str) -> bool:
-    # Read as a browser reads it: `class="&#115;ecret"` is the class secret.
-    return any(
-        "secret" in html.unescape("".join(value for value in match.groups() if value)).casefold()
-        for match in _CLASS_ATTRIBUTE.finditer(tag)
-    )
-
-
 def _indentation(line: str) -> tuple[int, str]:
     stripped = line.lstrip(" \t")
     prefix = line[: len(line) - len(stripped)]
@@ -311,7 +277,8 @@ class _Scanner:
         before = self.text[before_start:start]
         if not before:
             return end
-        glued = before + self.text[end : end + MAX_TAG_LENGTH]
+        # No longer than a tag is read at first: a glued tag running past it is secret unread.
+        glued = before + self.text[end : end + MAX_TAG_LENGTH - len(before)]
         for match in _GLUED_OPENERS.finditer(glued, 0, len(before) + _LONGEST_GLUED_OPENER):
             if match.start() >= len(before) or match.end() <= len(before):
                 continue  # wholly on one side: the scan sees it anyway
@@ -321,7 +288,7 @@ class _Scanner:
             elif match.group() == "<!--":
                 frame, after = Frame(FrameKind.HTML_COMMENT), match.end()
             else:
-                tag_end = secret_section_tag_end(glued, match.start())
+                tag_end = secret_section_tag_end(glued, match.start(), complete=False)
                 if tag_end is None:
                     continue
                 frame, after = Frame(FrameKind.SECTION, 1), tag_end

@@ -49,8 +49,8 @@ from engine.markdown_regions import (
     opens_nothing,
     remove_ranges,
     scan,
-    secret_section_tag_end,
 )
+from engine.markdown_section_tags import secret_section_tag_end
 
 # Token standing for a block the block rules consumed; `meta["stack"]` holds the regions
 # still open at its end (a container left unclosed inside a list item goes on after it).
@@ -203,7 +203,7 @@ def _section_rule(state: StateBlock, start_line: int, end_line: int, silent: boo
     if state.src[start : start + len("<section")].casefold() != "<section":
         return False
     lines = _first_lines(state, start_line, end_line)
-    tag_end = secret_section_tag_end(lines.text, lines.pads[0])
+    tag_end = _first_lines_tag_end(state, lines, start, end_line)
     if tag_end is None:
         return False
     if silent:
@@ -235,6 +235,23 @@ def _section_rule(state: StateBlock, start_line: int, end_line: int, silent: boo
     state.line = close_line
     _push_removed_block(state, start_line, [])
     return True
+
+
+def _first_lines_tag_end(state: StateBlock, lines: _BlockLines, start: int, end_line: int) -> int | None:
+    """End of the secret section tag at the start of `lines` (`start` in the source), or
+    None; `len(lines.text)` when it runs past them.
+
+    A tag longer than the first lines (attributes over many lines, blank ones included,
+    as an HTML editor may write them) is read in the whole source when the block is at the
+    top level, where the source holds the same characters; in a quote or a list, where
+    the source has container markers in it, it is taken for secret.
+    """
+    if lines.end_line >= end_line:
+        return secret_section_tag_end(lines.text, lines.pads[0])
+    tag_end = secret_section_tag_end(lines.text, lines.pads[0], complete=False)
+    if tag_end != len(lines.text) or state.parentType != "root":
+        return tag_end
+    return tag_end if secret_section_tag_end(state.src, start) is not None else None
 
 
 # -- code spans ----------------------------------------------------------------------------

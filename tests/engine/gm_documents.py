@@ -45,6 +45,8 @@ GM_HEADINGS += ["GM notes {#plot .unnumbered}"]
 # Look-alikes: a zero-width space inside, fullwidth letters, a direction mark, a no-break hyphen.
 GM_HEADINGS += ["G\u200bM", "\uff27\uff2d", "GM\u200e", "GM\u2011only"]
 SECTION_TAGS = ['<section class="secret">', "<section id='s1' class='secret'>", '<SECTION CLASS=secret data-x="a>b">']
+# Tags whose class comes after more than the first 4 KB or 32 lines read of them.
+SECTION_TAGS += [f'<section style="{"x" * 5000}" class="secret">', "<section\n" + "data-a=1\n" * 40 + "class=secret>"]
 FORMS = ["container", "html", "obsidian", "section", "gm_heading"]
 CLOSERS = {"container": ":::", "html": "-->", "obsidian": "%%", "section": "</section>"}
 

@@ -74,6 +74,30 @@ class TestRegressionCorpus:
             raw = '<section class="secret">\nCANARY\n' + "x\n" * lines_inside + "</section\n>\n\nPub"
             assert render_public(raw).markdown == "Pub\n", lines_inside
 
+    @pytest.mark.parametrize(
+        "raw",
+        [
+            pytest.param(f'<section style="{"a" * 5000}" class="secret">CANARY</section>\n\nPub', id="long-style"),
+            pytest.param(f'<section title="a>{"b" * 5000}" class="secret">CANARY</section>\n\nPub', id="quoted-gt"),
+            pytest.param(f'<section data-x="{"<section " * 600}" class="secret">CANARY</section>\n\nPub', id="nested"),
+            pytest.param("<section\n" + "data-x=1\n" * 600 + 'class="secret">\nCANARY\n</section>\n\nPub', id="lines"),
+            pytest.param('<section a="\n\n' + "x\n" * 40 + '" class="secret">\nCANARY\n</section>\n\nPub', id="blank"),
+        ],
+    )
+    def test_a_tag_longer_than_a_first_reading_is_read_to_its_end(self, raw: str) -> None:
+        # Tags are read 4 KB far first; a class further on once went unseen.
+        assert render_public(raw).markdown == "Pub\n"
+
+    @pytest.mark.parametrize("class_attribute", ['class="secret"', 'class="public"'])
+    def test_a_long_tag_in_a_quote_is_taken_for_secret(self, class_attribute: str) -> None:
+        # The source holds the quote's markers: the tag is not read past its first lines.
+        raw = '> <section a="\n' + "> x\n" * 40 + f'> " {class_attribute}>\n> CANARY\n> </section>\n\nPub'
+        assert render_public(raw).markdown == "Pub\n"
+
+    def test_an_unended_section_tag_in_prose_keeps_what_follows(self) -> None:
+        raw = "Use the <section element. " + "Lots of prose. " * 400 + "\n\nPub"
+        assert render_public(raw).markdown.endswith("Lots of prose.\n\nPub\n")
+
 
 _SIZE = 100_000
 _SECTION = '<section class="secret">'
@@ -111,6 +135,8 @@ SLOW_BEFORE = {
     "look-alike-underlines": "\uff27\uff2d\n\uff0d\n" * (_SIZE // 5),
     "section-tags-with-one-late-end": "<section " * (_SIZE // 9 - 1) + ">",
     "section-tags-with-unclosed-quotes": '<section a="' * (_SIZE // 12) + ">",
+    "section-tags-in-a-long-tag": "<section '" + "<section " * (_SIZE // 9) + "' class=secret>",
+    "section-tags-with-apostrophes": "<section '" * (_SIZE // 10),
     "raw-text-elements-unclosed": "<xmp>" * (_SIZE // 5),
     "processing-instructions-unclosed": "<?" * (_SIZE // 2),
     "link-destinations-unclosed": "[a](" * (_SIZE // 4),
