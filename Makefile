@@ -90,8 +90,9 @@ bench-small: install $(BENCH_STAMP)
 	BENCH_WORKER_PROFILES=1 BENCH_DEEP_PAGE=50 $(BIN)/python tests/benchmarks/run.py \
 		--export $(SMALL_EXPORT) --report artifacts/bench-small/bench.md
 
-# CPU of 100 KB of the densest Markdown shapes: render_public beside stock mdformat and
-# markdown-it's parse alone on the same input (tests/benchmarks/render_floor.py; ~2 minutes).
+# CPU of 100 KB of the densest Markdown shapes: render_public beside stock mdformat,
+# markdown-it's parse alone and the import's estimate, then the largest input of each shape
+# that import accepts (tests/benchmarks/render_floor.py; ~6 minutes).
 bench-render: install
 	$(BIN)/python -m tests.benchmarks.render_floor
 

@@ -24,11 +24,13 @@ from pydantic import (
 )
 from pydantic_core import PydanticCustomError
 
+from engine.markdown_cost import render_cost
+
 # The `sort_order` column is a 32-bit INTEGER on both databases.
 _INT32 = 2**31
 # Largest summary or description accepted, in bytes of UTF-8: rendering time grows
-# linearly with the text (about 1.5 s of CPU for 100 KB of the densest Markdown), and this
-# keeps every record's rendering within a few seconds. Wiki pages are a few KB.
+# linearly with the text, and its density is bounded too (engine/markdown_cost.py), so
+# every record renders within a few seconds. Wiki pages are a few KB.
 MAX_MARKDOWN_BYTES = 256 * 1024
 # A bad timestamp is quoted in the error, cut short: the field may hold anything.
 _SHOWN_VALUE = 40
@@ -69,8 +71,28 @@ def _not_too_large(value: str) -> str:
     return value
 
 
+def _not_too_dense(value: str) -> str:
+    cost = render_cost(value)
+    if cost.units > cost.budget:
+        raise PydanticCustomError(
+            "markdown_too_dense",
+            "Markdown too dense to render in time: {lines} non-blank lines, {nested} nested list markers and "
+            "{markup} markup characters in {size} bytes weigh {units} render units, over the {budget} allowed "
+            "for its size (split it into several records or write fewer, longer lines)",
+            {
+                "lines": cost.lines,
+                "nested": cost.nested_markers,
+                "markup": cost.markup_characters,
+                "size": cost.size,
+                "units": cost.units,
+                "budget": cost.budget,
+            },
+        )
+    return value
+
+
 Text = Annotated[StrictStr, AfterValidator(_no_nul)]
-Markdown = Annotated[StrictStr, AfterValidator(_no_nul), AfterValidator(_not_too_large)]
+Markdown = Annotated[StrictStr, AfterValidator(_no_nul), AfterValidator(_not_too_large), AfterValidator(_not_too_dense)]
 RecordId = Annotated[StrictStr, StringConstraints(min_length=1, max_length=64), AfterValidator(_no_nul)]
 Timestamp = Annotated[datetime | None, PlainValidator(_timestamp)]
 SortOrder = Annotated[StrictInt, Field(ge=-_INT32, lt=_INT32)]

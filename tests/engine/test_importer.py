@@ -268,6 +268,12 @@ BAD_EXPORTS: dict[str, tuple[dict[str, Any], str]] = {
         f'items[0] (id "@bad"): description: Markdown of {MAX_MARKDOWN_BYTES + 1} bytes is over the limit of '
         f"{MAX_MARKDOWN_BYTES} bytes (256 KB)",
     ),
+    "summary too dense to render": (
+        base_export(sessions=[export_session("@bad", summary="- a\n" * 10_000)]),
+        'sessions[0] (id "@bad"): summary: Markdown too dense to render in time: 10000 non-blank lines, 0 nested '
+        "list markers and 0 markup characters in 40000 bytes weigh 1620000 render units, over the 1000000 allowed "
+        "for its size (split it into several records or write fewer, longer lines)",
+    ),
     "id missing": (
         base_export(users=[export_user(), export_user(DROP)]),
         "users[1]: id: required field is missing",

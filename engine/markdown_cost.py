@@ -1,0 +1,71 @@
+"""What rendering a summary or description will cost, estimated before rendering it.
+
+Rendering (engine/markdown.py) is linear in the text, but its cost per byte varies 30-fold
+with the shape: markdown-it and mdformat spend about 100 µs on each block or list item and
+about 20 µs on each inline node, so 100 KB of one-character list items takes 2.5-3 s of
+CPU where 100 KB of prose takes 0.2 s. The importer refuses a text whose estimate is over
+`render_budget(size)`: at most about 1 s for a text under 100 KB, and no more per byte
+above that, so every accepted text renders in bounded time.
+
+The estimate is in render units, about a microsecond of CPU each on the development
+machine, and errs high: each weight is above the worst cost per item seen over some forty
+dense shapes, with a margin (`make bench-render` prints the estimate beside the render's
+CPU, and what the largest accepted input of each shape costs).
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+# Units per non-blank line (a block or a list item and its paragraph: `1) a` lines are the
+# slowest), per list marker nested on the same line as another (`- - a`), per character
+# that may start inline markup (`![` runs, emphasis, table pipes) and per byte.
+UNITS_PER_LINE = 150
+UNITS_PER_NESTED_MARKER = 80
+UNITS_PER_MARKUP_CHARACTER = 30
+UNITS_PER_BYTE = 3
+# The budget: a million units (about a second here) up to 100 KB, ten units a byte above.
+BASE_BUDGET_UNITS = 1_000_000
+BUDGET_UNITS_PER_BYTE = 10
+
+_MARKUP_CHARACTERS = "[]*_`<>!|&\\~$"
+_LIST_MARKER = r"(?:[-*+]|\d{1,9}[.)])"
+# A list marker followed by another one on its line: all but the last of a run of markers.
+_NESTED_MARKER = re.compile(rf"{_LIST_MARKER}[ \t]+(?={_LIST_MARKER}(?:[ \t\r\n]|\Z))")
+
+
+@dataclass(frozen=True, slots=True)
+class RenderCost:
+    size: int
+    """Bytes of UTF-8."""
+    lines: int
+    """Lines holding anything but white space."""
+    nested_markers: int
+    markup_characters: int
+
+    @property
+    def units(self) -> int:
+        return (
+            UNITS_PER_LINE * self.lines
+            + UNITS_PER_NESTED_MARKER * self.nested_markers
+            + UNITS_PER_MARKUP_CHARACTER * self.markup_characters
+            + UNITS_PER_BYTE * self.size
+        )
+
+    @property
+    def budget(self) -> int:
+        return render_budget(self.size)
+
+
+def render_cost(text: str) -> RenderCost:
+    return RenderCost(
+        size=len(text.encode("utf-8", "surrogatepass")),
+        lines=sum(1 for line in text.splitlines() if line and not line.isspace()),
+        nested_markers=sum(1 for _ in _NESTED_MARKER.finditer(text)),
+        markup_characters=sum(text.count(character) for character in _MARKUP_CHARACTERS),
+    )
+
+
+def render_budget(size: int) -> int:
+    return max(BASE_BUDGET_UNITS, BUDGET_UNITS_PER_BYTE * size)

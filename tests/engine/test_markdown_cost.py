@@ -1,0 +1,63 @@
+"""The import's estimate of rendering cost (engine/markdown_cost.py)."""
+
+from __future__ import annotations
+
+import random
+
+import pytest
+
+from engine.markdown_cost import BASE_BUDGET_UNITS, RenderCost, render_budget, render_cost
+from tests.benchmarks.generate import Blocks
+from tests.benchmarks.render_floor import shapes
+
+
+class TestCounts:
+    @pytest.mark.parametrize(
+        ("text", "lines"),
+        [("a\nb\n", 2), ("a\r\nb", 2), ("a\rb\r\r", 2), ("a\n\n \t\n\nb", 2), ("", 0)],
+    )
+    def test_non_blank_lines_whatever_the_line_ends(self, text: str, lines: int) -> None:
+        assert render_cost(text).lines == lines
+
+    @pytest.mark.parametrize(
+        ("text", "nested"),
+        [
+            ("- a\n", 0),
+            ("- - a\n", 1),
+            ("- - - - a\n", 3),
+            ("1. - 2) a\r\n", 2),
+            ("* + -\n", 2),
+            ("a - b - c\n", 0),
+            ("> - > - a\n", 0),
+        ],
+    )
+    def test_list_markers_nested_on_one_line(self, text: str, nested: int) -> None:
+        assert render_cost(text).nested_markers == nested
+
+    def test_markup_characters_and_bytes(self) -> None:
+        cost = render_cost("é ![a](b) *c* `d` <e> | & ~ \\ _ $")
+        assert (cost.markup_characters, cost.size) == (15, 34)
+
+    def test_units_weigh_each_count(self) -> None:
+        cost = RenderCost(size=1000, lines=10, nested_markers=2, markup_characters=5)
+        assert cost.units == 150 * 10 + 80 * 2 + 30 * 5 + 3 * 1000
+
+
+class TestBudget:
+    def test_flat_up_to_100_kb_then_linear(self) -> None:
+        assert render_budget(0) == render_budget(100_000) == BASE_BUDGET_UNITS
+        assert render_budget(200_000) == 2 * BASE_BUDGET_UNITS
+
+    @pytest.mark.parametrize("size", [1_000, 20_000, 100_000, 256 * 1024 - 200])
+    def test_ordinary_documents_fit_with_room_to_spare(self, size: int) -> None:
+        blocks = Blocks(random.Random(size))
+        for number in range(5):
+            cost = render_cost(blocks.document(f"Doc {number}", size))
+            assert cost.units < 0.7 * cost.budget, cost
+
+    @pytest.mark.parametrize("name", [name for name in shapes(100_000) if name != "ordinary Markdown"])
+    def test_100_kb_of_each_dense_shape_is_refused(self, name: str) -> None:
+        # Each takes 0.3-3 s to render; none is accepted whole (make bench-render).
+        raw, _ = shapes(100_000)[name]
+        cost = render_cost(raw)
+        assert cost.units > cost.budget, cost
