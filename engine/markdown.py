@@ -31,6 +31,7 @@ from engine.markdown_rules import gm_stripping_plugin, share_code_spans
 from engine.markdown_tasks import task_list_plugin
 from engine.markdown_text_runs import linear_text_plugin
 from engine.markdown_tree import IndexedRenderTreeNode
+from engine.mdformat_speedups import install as install_mdformat_speedups
 
 # Stored with every rendering (engine/renderings.py): a higher version than a row's means
 # its stored output may hold text this renderer removes, so it is rendered again.
@@ -219,6 +220,8 @@ class _GfmOutput:
 
 
 # -- parsers, built once -------------------------------------------------------------------
+
+install_mdformat_speedups()
 
 
 def _build_markdown_it(*output_plugins: object) -> MarkdownIt:

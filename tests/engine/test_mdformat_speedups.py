@@ -1,0 +1,30 @@
+"""engine/mdformat_speedups.py: installed where mdformat looks, same output as mdformat's."""
+
+from __future__ import annotations
+
+import mdformat.renderer._context as mdformat_context
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from mdformat.renderer._util import escape_underscore_emphasis as mdformat_escape_underscore_emphasis
+
+import engine.markdown  # noqa: F401  (installs the speed-ups)
+from engine.mdformat_speedups import escape_underscore_emphasis
+
+# Underscores among what decides their fate: spaces of several kinds, punctuation, letters.
+_TEXT = st.text(st.sampled_from(list("__ a\u00a0\t\n.!*\\é1\u3000\u2014")), max_size=30)
+
+
+class TestEscapeUnderscoreEmphasis:
+    def test_mdformat_text_renderer_calls_ours(self) -> None:
+        # If an mdformat upgrade renames the helper or stops looking it up by name in its
+        # module, the speed-up is silently gone: fail here instead.
+        assert "escape_underscore_emphasis" in mdformat_context.text.__code__.co_names
+        assert mdformat_context.escape_underscore_emphasis is escape_underscore_emphasis  # type: ignore[attr-defined]
+
+    @settings(max_examples=2000, derandomize=True, database=None)
+    @given(_TEXT)
+    def test_same_text_as_mdformat(self, text: str) -> None:
+        assert escape_underscore_emphasis(text) == mdformat_escape_underscore_emphasis(text)
+
+    def test_examples(self) -> None:
+        assert escape_underscore_emphasis("snake_case _x_ a _ b _") == "snake_case \\_x\\_ a _ b \\_"
