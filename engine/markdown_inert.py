@@ -4,8 +4,8 @@ A removed part ends only at a closer that every reader takes for markup. A `</se
 `-->`, `%%` or `:::` that might be inside code, inside an attribute value, inside a
 link's text, destination or title (an image description and a link reference
 definition's destination and title included), behind a backslash
-or inside a raw-text element (script, style, textarea, xmp, ...; pre too) or a `<?...>`
-bogus comment does not end anything: the
+or inside a raw-text element (script, style, textarea, xmp, ...; pre too) or a bogus
+comment (`<?...>`, `<!DOCTYPE ...>`, `</ ...>`) does not end anything: the
 part goes on, which at worst removes more than the author meant, never less.
 
 `inert_spans` finds those places in one left-to-right pass over a text, erring on the
@@ -32,8 +32,13 @@ InertTest = Callable[[int, int], bool]
 
 # Elements whose content is text to a browser (and `<pre>`, erring toward "not markup").
 _RAW_TEXT = ("script", "style", "pre", "textarea", "title", "xmp", "iframe", "noembed", "noframes", "noscript")
+# What a browser reads as a bogus comment, up to the first `>`: a processing instruction,
+# a declaration (`<!DOCTYPE`, `<![CDATA[`, `<!x`, but not a comment) and `</` not followed
+# by a letter.
+_BOGUS_COMMENT = r"<\?|<!(?!--)|</(?![A-Za-z])"
 _EVENTS = re.compile(
-    rf"`+|\\.|\n[ \t]*(?=\n)|\[|\][(:]?|<(?:{'|'.join(_RAW_TEXT)}|plaintext)(?=[\s>/])|<[A-Za-z]|<\?", re.I
+    rf"`+|\\.|\n[ \t]*(?=\n)|\[|\][(:]?|<(?:{'|'.join(_RAW_TEXT)}|plaintext)(?=[\s>/])|<[A-Za-z]|{_BOGUS_COMMENT}",
+    re.I,
 )
 _TAG_BODY = re.compile(r"(?:[^>\"']|\"[^\"]*\"|'[^']*')*>")
 _RAW_TEXT_END = {name: re.compile(rf"</{name}\s*>", re.I) for name in _RAW_TEXT}
@@ -83,9 +88,11 @@ def inert_spans(text: str) -> list[tuple[int, int]]:
         elif event[1:].casefold() == "plaintext":  # text to the end of the document
             spans.append((start, len(text)))
             position = len(text)
-        elif event == "<?":  # a browser's bogus comment, to the first `>`
-            closing_at = text.find(">", position)
-            end = len(text) if closing_at == -1 else closing_at + 1
+        elif event[1] in "?!/":  # a browser's bogus comment, to the first `>`
+            # CDATA is one in a browser, but runs to `]]>` in CommonMark: the longer wins.
+            closer = "]]>" if text.startswith("<![CDATA[", start) else ">"
+            closing_at = text.find(closer, position)
+            end = len(text) if closing_at == -1 else closing_at + len(closer)
             spans.append((start, end))
             position = end
         else:

@@ -80,6 +80,8 @@ _INERT_PLACES = {
     "long_attribute": '<img src="data:image/png;base64,' + "A" * 600 + '{closer}"> {canary}',
     "xmp": "<xmp>{closer}</xmp> {canary}",
     "instruction": "<?x {closer} ?> {canary}",
+    "declaration": "<!DOCTYPE {closer} > {canary}",
+    "end_tag_bogus_comment": "</ {closer} > {canary}",
     "script": "<script>\n{closer}\n</script>\n{canary}",
 }
 
