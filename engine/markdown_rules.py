@@ -51,6 +51,7 @@ from engine.markdown_regions import (
     scan,
 )
 from engine.markdown_section_tags import secret_section_tag_end
+from engine.markdown_source import SourceInert
 
 # Token standing for a block the block rules consumed; `meta["stack"]` holds the regions
 # still open at its end (a container left unclosed inside a list item goes on after it).
@@ -128,10 +129,7 @@ class _BlockLines:
         """Whether a closer at a position of `text` might not be markup, judged on the
         whole source (found once per document), so that a code span or a link running
         over the end of a chunk is seen whole."""
-        source_inert: InertTest | None = state.env.get(_SOURCE_INERT_ENV_KEY)
-        if source_inert is None:
-            source_inert = spans_test(inert_spans(state.src))
-            state.env[_SOURCE_INERT_ENV_KEY] = source_inert
+        source_inert = source_inert_of(state).inert
 
         def in_source(position: int) -> int:
             index = self.index_of(position)
@@ -371,6 +369,7 @@ class _Stripper:
             memo = state.env[_CODE_SPAN_MEMO_ENV_KEY] = _CodeSpanMemo(references_key)
         self.code_spans = memo
         self.source_lines = state.src.split("\n")
+        self.source_inert = source_inert_of(state)
         self.stack: list[Frame] = []
         # Level of the GM heading whose section is being cut, if any.
         self.cut_level: int | None = None
@@ -425,15 +424,17 @@ class _Stripper:
             return False
         if token.type == "heading_open":
             level = int(token.tag[1:])
-            # A heading ends the cut only if it is really there, not inside a comment.
-            if self.cut_level is not None and not self.stack and level <= self.cut_level:
+            # A heading ends the cut only if it is really there, not inside a comment or
+            # in an attribute value or raw text opened before it.
+            ends_cut = self.cut_level is not None and not self.stack and level <= self.cut_level
+            if ends_cut and not self._in_earlier(token):
                 self.cut_level = None
             return True
         if token.type == "inline":
             self._strip_inline(token, previous)
             return True
         if token.type == "html_block":
-            result = scan(token.content, self.stack, _raw_options(token.content))
+            result = scan(token.content, self.stack, self._raw_options(token, token.content))
             token.content = remove_ranges(token.content, result.removed)
             self._continue_open_heading(token.content)
             self._cut_at_gm_heading_line(token)
@@ -450,7 +451,7 @@ class _Stripper:
         if token.type == "definition":
             assert token.map is not None
             source = "\n".join(self.source_lines[token.map[0] : token.map[1]])
-            result = scan(source, self.stack, _raw_options(source))
+            result = scan(source, self.stack, self._raw_options(token, source))
             self.stack = result.stack
             return not (hidden or result.removed)
         if token.type in ("fence", "code_block") and hidden:
@@ -465,12 +466,21 @@ class _Stripper:
             # removed part (markdown-it saw the opening one inside an HTML block).
             assert token.map is not None
             source = "\n".join(self.source_lines[token.map[0] : token.map[1]])
-            self.stack = scan(source, self.stack, _raw_options(source)).stack
+            self.stack = scan(source, self.stack, self._raw_options(token, source)).stack
             return False
         if token.nesting != 0:
             return True  # structure; containers left empty are pruned afterwards
         # Code blocks, fences, thematic breaks: opaque, kept or dropped whole.
         return not hidden
+
+    def _raw_options(self, token: Token, text: str) -> ScanOptions:
+        """How to scan a block's `text` as written, its closers judged in the whole source too."""
+        return ScanOptions(fences=True, inert=self.source_inert.test_for(token.map, text, _inert_test(text)))
+
+    def _in_earlier(self, token: Token) -> bool:
+        """Whether a block starts inside an attribute value, raw text or the like opened
+        before it: a heading there ends no GM section."""
+        return token.map is not None and self.source_inert.line_inside_earlier(token.map[0])
 
     def _cut_at_html_headings(self, token: Token) -> None:
         """Take out of an HTML block the parts under GM headings written as HTML
@@ -489,7 +499,9 @@ class _Stripper:
             if self.cut_level is not None and heading.closed and heading.level <= self.cut_level:
                 if browser_headings is None:
                     browser_headings = browser_heading_starts(html)
-                if heading.start in browser_headings:
+                if heading.start in browser_headings and not self.source_inert.inside_earlier(
+                    token.map, html, heading.start
+                ):
                     self.cut_level = None
             if self.cut_level is None:
                 if verdict:
@@ -552,7 +564,8 @@ class _Stripper:
     def _keep_indented_code(self, token: Token) -> bool:
         """An indented code block is code, unless its first line is a GM container opener
         or GM heading indented by mistake (a tab before `:::gm`): then the block is that
-        GM part's start, and a container left open in it goes on after it."""
+        GM part's start: a container closed in it takes the lines up to its closer with
+        it, one left open goes on after it."""
         content = token.content
         first_line = content.split("\n", 1)[0]
         heading = gm_heading_line(first_line)
@@ -560,10 +573,10 @@ class _Stripper:
             self.cut_level = heading[1]
             return False
         if container_opener(first_line.strip(" \t")):
-            result = scan(content, self.stack, _raw_options(content))
-            if result.stack:
-                self.stack = result.stack
-                return False
+            result = scan(content, self.stack, self._raw_options(token, content))
+            self.stack = result.stack
+            token.content = remove_ranges(content, result.removed)
+            return not result.stack and bool(token.content.strip())
         return True
 
     def _cut_unclosed_fence(self, token: Token) -> None:
@@ -571,7 +584,7 @@ class _Stripper:
         may have forgotten to close it before a GM part: from the first GM-only form in
         it (opener or GM heading line) on, its content is removed."""
         content = token.content
-        result = scan(content, self.stack, _raw_options(content))
+        result = scan(content, self.stack, self._raw_options(token, content))
         cut = min((start for start, _ in result.removed), default=len(content))
         heading = gm_heading_line(content)
         if heading is not None and heading[0] < cut:
@@ -645,7 +658,12 @@ class _Stripper:
         result = scan(
             token.content,
             self.stack,
-            ScanOptions(code=code, escapes=True, line_start=line_start, inert=_inert_test(token.content)),
+            ScanOptions(
+                code=code,
+                escapes=True,
+                line_start=line_start,
+                inert=self.source_inert.test_for(token.map, token.content, _inert_test(token.content)),
+            ),
         )
         self.stack = result.stack
         return remove_ranges(token.content, result.removed).strip()
@@ -676,6 +694,14 @@ class _Stripper:
 
 def _inert_test(text: str) -> InertTest:
     return spans_test(inert_spans(text))
+
+
+def source_inert_of(state: StateBlock | StateCore) -> SourceInert:
+    """The inert places of the whole source, found once per document."""
+    source: SourceInert | None = state.env.get(_SOURCE_INERT_ENV_KEY)
+    if source is None:
+        source = state.env[_SOURCE_INERT_ENV_KEY] = SourceInert(state.src)
+    return source
 
 
 def _raw_options(text: str) -> ScanOptions:

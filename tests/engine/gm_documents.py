@@ -81,6 +81,10 @@ _INERT_PLACES = {
     "xmp": "<xmp>{closer}</xmp> {canary}",
     "instruction": "<?x {closer} ?> {canary}",
     "declaration": "<!DOCTYPE {closer} > {canary}",
+    # Opened in one block, running on into the next (a line interrupting a paragraph, a
+    # blank line ending an HTML block).
+    "title_over_lines": '<a title="x\n{closer}\n">t</a> {canary}',
+    "script_past_a_blank_line": "<div>\n<script>\n\n{closer}\n\n</script>\n</div>\n\n{canary}",
     "end_tag_bogus_comment": "</ {closer} > {canary}",
     "script": "<script>\n{closer}\n</script>\n{canary}",
 }

@@ -1,0 +1,101 @@
+"""What only the whole source shows about a block's text: the inert places that run into it.
+
+The core rule scans each block token's text on its own (engine/markdown_rules.py), but an
+attribute value, a `<script>` or a bogus comment opened in one block may run on into the
+next one when a line interrupts a paragraph or an HTML block ends at a blank line: in
+`<a title="x` newline `</section>">`, the `</section>` starts a new HTML block, yet to a
+reader of the HTML it is inside the title. So a closer, or a heading that would end a GM
+section, counts only if it is markup both in its block's text and in the whole source.
+
+markdown-it gives each block token the source lines it came from (`token.map`), and its
+text holds those lines without container markers and indentation: each line of the text
+is found at the end of its source line (a table cell's, anywhere in it).
+"""
+
+from __future__ import annotations
+
+from bisect import bisect_right
+from collections.abc import Callable
+
+from engine.markdown_inert import InertTest, inert_spans, spans_test
+
+# A position in a block's text -> the same position in the source, or None when unknown.
+SourcePosition = Callable[[int], int | None]
+
+
+class SourceInert:
+    """The inert places of a whole source (engine.markdown_inert), asked about block texts."""
+
+    def __init__(self, source: str) -> None:
+        self.lines = source.split("\n")
+        self.line_starts: list[int] = []
+        offset = 0
+        for line in self.lines:
+            self.line_starts.append(offset)
+            offset += len(line) + 1
+        self.spans = inert_spans(source)
+        self.span_starts = [start for start, _ in self.spans]
+        self.inert = spans_test(self.spans)
+
+    def test_for(self, line_map: list[int] | None, text: str, own: InertTest) -> InertTest:
+        """`own` (the text's own inert places), or else the source's, for a block's `text`
+        read from source lines `line_map`."""
+        if line_map is None:
+            return own
+        position = self._positions(line_map, text)
+
+        def inert(at: int, opened_at: int) -> bool:
+            if own(at, opened_at):
+                return True
+            source_at = position(at)
+            if source_at is None:
+                return False
+            # An opener in a line of unknown place: as if before the text, the safe side.
+            source_opened = position(opened_at) if opened_at >= 0 else None
+            return self.inert(source_at, -1 if source_opened is None else source_opened)
+
+        return inert
+
+    def inside_earlier(self, line_map: list[int] | None, text: str, at: int) -> bool:
+        """Whether position `at` of a block's `text` is, in the source, inside an inert
+        place that starts before it (a heading tag in a title opened blocks earlier)."""
+        if line_map is None:
+            return False
+        source_at = self._positions(line_map, text)(at)
+        return source_at is not None and self._inside_earlier(source_at)
+
+    def line_inside_earlier(self, line: int) -> bool:
+        """Whether source line `line` begins inside an inert place opened before it."""
+        return line < len(self.line_starts) and self._inside_earlier(self.line_starts[line])
+
+    def _inside_earlier(self, source_at: int) -> bool:
+        index = bisect_right(self.span_starts, source_at) - 1
+        return index >= 0 and self.spans[index][0] < source_at < self.spans[index][1]
+
+    def _positions(self, line_map: list[int], text: str) -> SourcePosition:
+        first_line, end_line = line_map
+        text_line_starts: list[int] = []
+        bases: list[int | None] = []
+        offset = 0
+        for index, text_line in enumerate(text.split("\n")):
+            text_line_starts.append(offset)
+            offset += len(text_line) + 1
+            bases.append(self._line_base(first_line + index, end_line, text_line))
+
+        def position(at: int) -> int | None:
+            index = bisect_right(text_line_starts, at) - 1
+            base = bases[index]
+            return None if base is None else base + at - text_line_starts[index]
+
+        return position
+
+    def _line_base(self, line: int, end_line: int, text_line: str) -> int | None:
+        """Where `text_line` starts in source line `line`, or None if it is not there."""
+        if line >= min(end_line, len(self.lines)):
+            return None
+        source_line = self.lines[line].rstrip()
+        written = text_line.rstrip()
+        if source_line.endswith(written):
+            return self.line_starts[line] + len(source_line) - len(written)
+        found = source_line.find(written)
+        return None if found < 0 else self.line_starts[line] + found
