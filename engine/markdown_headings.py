@@ -31,13 +31,37 @@ def is_gm_heading_text(text: str) -> bool:
     hyphens and underscores read as one space (so `GM-only` and `GM only` are the same
     name, and likewise `DM-only`), and without emphasis and code markers: a heading line
     read as raw text (a look-alike, an HTML heading) may spell the name `**GM notes**`.
-    A trailing attribute block (`## GM {#plot .unnumbered}`, Pandoc's) is not part of it.
+    A trailing attribute block (`## GM {#plot .unnumbered}`, Pandoc's) or footnote
+    reference (`[^1]`) is not part of it, and an Obsidian wikilink (`[[GM]]`) names its
+    text.
     """
     unmarked = _INLINE_MARKERS.sub("", fold_lookalikes(text))
-    normalized = _strip_trailing_colons(_without_attribute_block(" ".join(unmarked.split())).casefold())
+    trimmed = _without_footnote_references(_without_attribute_block(" ".join(unmarked.split())))
+    normalized = _strip_trailing_colons(_wikilink_text(trimmed).casefold())
     if normalized.startswith("[gm]"):
         return True
     return _NAME_SEPARATORS.sub(" ", normalized).strip() in GM_HEADING_NAMES
+
+
+def _without_footnote_references(text: str) -> str:
+    # `## GM notes[^1]`: the reference is no part of the name. Offsets, not slices, so
+    # that a heading of thousands of references costs their length once.
+    end = len(text)
+    while text.endswith("]", 0, end):
+        start = text.rfind("[^", 0, end)
+        if start == -1 or text.find("]", start, end - 1) != -1:
+            break
+        end = start
+        while end and text[end - 1].isspace():
+            end -= 1
+    return text[:end]
+
+
+def _wikilink_text(text: str) -> str:
+    # `## [[GM]]`, `## [[Plot|GM notes]]`: Obsidian shows the page name or its alias.
+    if not (text.startswith("[[") and text.endswith("]]")) or "]]" in text[2:-2]:
+        return text
+    return text[2:-2].rsplit("|", 1)[-1]
 
 
 def _without_attribute_block(text: str) -> str:

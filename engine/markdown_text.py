@@ -22,12 +22,25 @@ _INVISIBLE = re.compile(
     "\u17b4\u17b5\U0001d173-\U0001d17a\u2800]"
 )
 _UNICODE_SPACE = re.compile(r"[^\S\n]")
+# Letters drawn like Latin ones that NFKC leaves apart: Cyrillic, Greek, Latin small
+# capitals (`## GM` written with a Cyrillic em, small capitals from a "fancy text" site). Letters
+# only: the cheap test of `folds_to_none_of` is asked about `#` and `:`.
+_LOOKALIKE_SCRIPTS = (
+    ("АВСЕНІЈКМОРЅТХҮԀԌԚԜасеіјорѕхуԁһԛԝмтпк", "ABCEHIJKMOPSTXYDGQWaceijopsxydhqwmtnk"),  # Cyrillic
+    ("ΑΒΕΖΗΙΚΜΝΟΡΤΥΧοναιεκ", "ABEZHIKMNOPTYXovaiek"),  # Greek
+    ("ᴀʙᴄᴅᴇɢʜɪᴊᴋʟᴍɴᴏᴘʀꜱᴛᴜᴠᴡʏᴢɡ", "ABCDEGHIJKLMNOPRSTUVWYZg"),  # Latin small capitals, script g
+)
+_LOOKALIKE_LETTERS = str.maketrans(
+    "".join(letters for letters, _ in _LOOKALIKE_SCRIPTS), "".join(latin for _, latin in _LOOKALIKE_SCRIPTS)
+)
 
 
 def fold_lookalikes(text: str) -> str:
     """`text` with invisible characters dropped, compatibility forms folded (NFKC:
-    fullwidth letters are ASCII ones) and every space-like character but a newline made a space."""
-    return _UNICODE_SPACE.sub(" ", unicodedata.normalize("NFKC", _INVISIBLE.sub("", text)))
+    fullwidth letters are ASCII ones), look-alike letters of other scripts made Latin and
+    every space-like character but a newline made a space."""
+    folded = unicodedata.normalize("NFKC", _INVISIBLE.sub("", text))
+    return _UNICODE_SPACE.sub(" ", folded if folded.isascii() else folded.translate(_LOOKALIKE_LETTERS))
 
 
 def folds_to_none_of(text: str, characters: str) -> bool:
