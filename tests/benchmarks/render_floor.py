@@ -76,6 +76,11 @@ SHAPES: dict[str, tuple[Shape, bool]] = {
     ),
     "wide table header": (lambda size: "|" + "a|" * (size // 4) + "\n|" + "-|" * (size // 4) + "\n", True),
     "dollar paragraph `$a$`": (_repeat("$a$ "), True),
+    "lines of `<`": (_repeat("<\n"), True),
+    "lines of `&`": (_repeat("&\n"), True),
+    "lines of `[`": (_repeat("[\n"), True),
+    "lines of `_`": (_repeat("_\n"), True),
+    "items `- npc_1`": (lambda size: "".join(f"- npc_{number}\n" for number in range(size // 11)), False),
     "ordinary Markdown": (lambda size: _blocks().document("Reference", size), True),
 }
 
