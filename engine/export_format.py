@@ -24,7 +24,7 @@ from pydantic import (
 )
 from pydantic_core import PydanticCustomError
 
-from engine.markdown_cost import render_cost
+from engine.markdown_cost import over_budget
 
 # The `sort_order` column is a 32-bit INTEGER on both databases.
 _INT32 = 2**31
@@ -72,8 +72,8 @@ def _not_too_large(value: str) -> str:
 
 
 def _not_too_dense(value: str) -> str:
-    cost = render_cost(value)
-    if cost.units > cost.budget:
+    cost = over_budget(value)
+    if cost is not None:
         raise PydanticCustomError(
             "markdown_too_dense",
             "Markdown too dense to render in time: {lines} non-blank lines, {nested} nested list markers and "

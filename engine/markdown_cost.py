@@ -31,8 +31,13 @@ BUDGET_UNITS_PER_BYTE = 10
 
 _MARKUP_CHARACTERS = "[]*_`<>!|&\\~$"
 _LIST_MARKER = r"(?:[-*+]|\d{1,9}[.)])"
-# A list marker followed by another one on its line: all but the last of a run of markers.
-_NESTED_MARKER = re.compile(rf"{_LIST_MARKER}[ \t]+(?={_LIST_MARKER}(?:[ \t\r\n]|\Z))")
+# A line starting (after quote markers and indentation) with two list markers. Searched
+# from line breaks, a literal start, so that the search skips ordinary text fast: the
+# estimate is made for every record of every import.
+_NESTED_LINE_AFTER_BREAK = re.compile(rf"[\n\r][ \t>]*{_LIST_MARKER}[ \t]+{_LIST_MARKER}(?=[ \t\r\n]|\Z)")
+_NESTED_FIRST_LINE = re.compile(rf"[ \t>]*{_LIST_MARKER}[ \t]+{_LIST_MARKER}(?=[ \t\r\n]|\Z)")
+_LIST_MARKER_WORD = re.compile(_LIST_MARKER)
+_LINE_BREAK = re.compile(r"[\n\r]")
 
 
 @dataclass(frozen=True, slots=True)
@@ -58,14 +63,47 @@ class RenderCost:
         return render_budget(self.size)
 
 
+# The most units a byte can weigh is that of a line of one markup character (`[`, line
+# break): a text this short is within the base budget whatever it holds.
+LARGEST_UNCOUNTED_BYTES = int(
+    (BASE_BUDGET_UNITS - UNITS_PER_LINE) / ((UNITS_PER_LINE + UNITS_PER_MARKUP_CHARACTER) / 2 + UNITS_PER_BYTE)
+)
+
+
+def over_budget(text: str) -> RenderCost | None:
+    """The cost of `text` if it is over its budget, else None.
+
+    A text too short to weigh more than the base budget whatever it holds (under 10 KB:
+    most summaries) is not counted at all, which keeps an import's validation fast.
+    """
+    if len(text.encode("utf-8", "surrogatepass")) <= LARGEST_UNCOUNTED_BYTES:
+        return None
+    cost = render_cost(text)
+    return cost if cost.units > cost.budget else None
+
+
 def render_cost(text: str) -> RenderCost:
     return RenderCost(
         size=len(text.encode("utf-8", "surrogatepass")),
         lines=sum(1 for line in text.splitlines() if line and not line.isspace()),
-        nested_markers=sum(1 for _ in _NESTED_MARKER.finditer(text)),
+        nested_markers=_nested_list_markers(text),
         markup_characters=sum(text.count(character) for character in _MARKUP_CHARACTERS),
     )
 
 
 def render_budget(size: int) -> int:
     return max(BASE_BUDGET_UNITS, BUDGET_UNITS_PER_BYTE * size)
+
+
+def _nested_list_markers(text: str) -> int:
+    """List markers that follow another one at the start of a line (`- - a`: one)."""
+    starts = [match.start() + 1 for match in _NESTED_LINE_AFTER_BREAK.finditer(text)]
+    if _NESTED_FIRST_LINE.match(text):
+        starts.insert(0, 0)
+    nested = 0
+    for start in starts:
+        line_break = _LINE_BREAK.search(text, start)
+        words = text[start : line_break.start() if line_break else len(text)].lstrip(" \t>").split()
+        markers = next((index for index, word in enumerate(words) if not _LIST_MARKER_WORD.fullmatch(word)), len(words))
+        nested += markers - 1
+    return nested

@@ -6,7 +6,14 @@ import random
 
 import pytest
 
-from engine.markdown_cost import BASE_BUDGET_UNITS, RenderCost, render_budget, render_cost
+from engine.markdown_cost import (
+    BASE_BUDGET_UNITS,
+    LARGEST_UNCOUNTED_BYTES,
+    RenderCost,
+    over_budget,
+    render_budget,
+    render_cost,
+)
 from tests.benchmarks.generate import Blocks
 from tests.benchmarks.render_floor import shapes
 
@@ -61,3 +68,17 @@ class TestBudget:
         raw, _ = shapes(100_000)[name]
         cost = render_cost(raw)
         assert cost.units > cost.budget, cost
+
+
+class TestOverBudget:
+    @pytest.mark.parametrize("unit", ["[\n", "*\n", "- - \n", "* * \n", "a\n", "[", "1. 1. 1. a\n", "&\r"])
+    def test_texts_too_short_to_count_are_within_budget(self, unit: str) -> None:
+        # The densest shapes, as long as a text can be and still go uncounted.
+        text = (unit * LARGEST_UNCOUNTED_BYTES)[:LARGEST_UNCOUNTED_BYTES]
+        cost = render_cost(text)
+        assert cost.units <= cost.budget, (unit, cost)
+
+    def test_a_dense_text_over_budget_is_reported(self) -> None:
+        assert over_budget("- a\n" * 2_000) is None
+        cost = over_budget("- a\n" * 10_000)
+        assert cost is not None and cost.units == 1_620_000
