@@ -40,12 +40,28 @@ _EVENTS = re.compile(
     rf"`+|\\.|\n[ \t]*(?=\n)|\[|\][(:]?|<(?:{'|'.join(_RAW_TEXT)}|plaintext)(?=[\s>/])|<[A-Za-z]|{_BOGUS_COMMENT}",
     re.I,
 )
+_BLANK_LINE = re.compile(r"\n[ \t]*(?=\n)")
 _TAG_BODY = re.compile(r"(?:[^>\"']|\"[^\"]*\"|'[^']*')*>")
 _RAW_TEXT_END = {name: re.compile(rf"</{name}\s*>", re.I) for name in _RAW_TEXT}
 
 
-def inert_spans(text: str) -> list[tuple[int, int]]:
-    """Sorted, disjoint (start, end) ranges of `text` where a closer is not trusted."""
+def inert_spans(text: str, raw_html_at: Callable[[int], bool] | None = None) -> list[tuple[int, int]]:
+    """Sorted, disjoint (start, end) ranges of `text` where a closer is not trusted.
+
+    Tags, raw-text elements and bogus comments run as far as their end, blank lines
+    included, when `raw_html_at` is None (the text of one block) or says their start is
+    raw HTML (an HTML block of a whole document, which a browser reads on); one starting
+    in Markdown text ends at its paragraph's end at the latest, as CommonMark reads
+    `a<b` or an unclosed quote there as text.
+    """
+    blank_lines = [match.start() for match in _BLANK_LINE.finditer(text)] if raw_html_at else []
+
+    def limit_for(start: int) -> int:
+        if raw_html_at is None or raw_html_at(start):
+            return len(text)
+        following = bisect_right(blank_lines, start)
+        return blank_lines[following] if following < len(blank_lines) else len(text)
+
     spans: list[tuple[int, int]] = []
     open_ticks: dict[int, int] = {}  # backtick run length -> where the run starts
     brackets: list[int] = []
@@ -81,22 +97,25 @@ def inert_spans(text: str) -> list[tuple[int, int]]:
                 spans.append((brackets.pop(), end))
                 position = max(position, end)
         elif event[1:].casefold() in _RAW_TEXT_END:
-            closing = _RAW_TEXT_END[event[1:].casefold()].search(text, position)
-            end = len(text) if closing is None else closing.start()
+            limit = limit_for(start)
+            closing = _RAW_TEXT_END[event[1:].casefold()].search(text, position, limit)
+            end = limit if closing is None else closing.start()
             spans.append((start, end))
             position = end
         elif event[1:].casefold() == "plaintext":  # text to the end of the document
-            spans.append((start, len(text)))
-            position = len(text)
+            end = limit_for(start)
+            spans.append((start, end))
+            position = end
         elif event[1] in "?!/":  # a browser's bogus comment, to the first `>`
             # CDATA is one in a browser, but runs to `]]>` in CommonMark: the longer wins.
+            limit = limit_for(start)
             closer = "]]>" if text.startswith("<![CDATA[", start) else ">"
-            closing_at = text.find(closer, position)
-            end = len(text) if closing_at == -1 else closing_at + len(closer)
+            closing_at = text.find(closer, position, limit)
+            end = limit if closing_at == -1 else closing_at + len(closer)
             spans.append((start, end))
             position = end
         else:
-            end = _tag_end(text, start)
+            end = _tag_end(text, start, limit_for(start))
             spans.append((start, end))
             position = end
     return _merged(spans)
@@ -117,11 +136,11 @@ def never_inert(at: int, opened_at: int) -> bool:
     return False
 
 
-def _tag_end(text: str, start: int) -> int:
-    # Unbounded: a tag never ended is inert to the end of the text, and the pass goes on
-    # from there, so it stays linear.
-    match = _TAG_BODY.match(text, start + 2)
-    return match.end() if match else len(text)
+def _tag_end(text: str, start: int, limit: int) -> int:
+    # A tag never ended is inert to `limit`, and the pass goes on from there, so the pass
+    # reads each character once.
+    match = _TAG_BODY.match(text, start + 2, limit)
+    return match.end() if match else limit
 
 
 def _destination_end(text: str, position: int) -> int:

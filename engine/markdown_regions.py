@@ -86,6 +86,10 @@ class Frame:
     fence_char: str = ""
     # Offset of the opener in the text being scanned; -1 when opened in an earlier one.
     opened_at: int = -1
+    # An Obsidian comment that held a `%%` which might not be markup: `%%` opens and
+    # closes alike, so a reader that took that one for a closer and one that did not
+    # disagree about every `%%` after it; the comment runs to the end of the document.
+    unending: bool = False
 
 
 @dataclass(frozen=True, slots=True)
@@ -327,7 +331,7 @@ class _Scanner:
             if below is not None and below.kind is FrameKind.CONTAINER:
                 # A section opened inside a GM container: the container's closer ends the
                 # container under it, and the section goes on to its end tag.
-                closer = _container_closer(stripped)
+                closer = _container_closer(without_container_prefix(stripped))
                 surely_markup = not self._inert(position + len(line) - len(stripped))
                 if closer and indent <= 3 and len(closer.group(1)) >= below.size and surely_markup:
                     del self.stack[-2]
@@ -353,7 +357,8 @@ class _Scanner:
                 self._pop(after)
             return after
         if top.kind is FrameKind.CONTAINER:
-            closer = _container_closer(stripped)
+            # Quote and list markers as on the opening line (`> :::gm` ... `> :::`).
+            closer = _container_closer(without_container_prefix(stripped))
             if closer:
                 surely_markup = not self._inert(position + len(line) - len(stripped))
                 if indent <= 3 and len(closer.group(1)) >= top.size and surely_markup:
@@ -361,7 +366,7 @@ class _Scanner:
                 return after
             if self._open_fence(line):
                 return after
-            nested = _NESTED_CONTAINER_OPENER.match(stripped)
+            nested = _NESTED_CONTAINER_OPENER.match(without_container_prefix(stripped))
             if nested:
                 self.stack.append(Frame(FrameKind.CONTAINER, len(nested.group(1)), opened_at=position))
             return None
@@ -430,17 +435,18 @@ class _Scanner:
     def _find_closer(self, position: int, closer: str) -> int:
         # Raw lines stop at each line end so that fence lines get seen.
         limit = self._line_end(position) if self.options.fences else len(self.text)
-        while True:
+        while not self.stack[-1].unending:
             found = self.text.find(closer, position, limit)
             if found < 0:
                 return limit
             span_end = self._code_end(found)
-            if span_end is not None:
-                position = span_end
-            elif self._inert(found):
-                position = found + 1
-            else:
+            if span_end is None and not self._inert(found):
                 return self._pop(found + len(closer))
+            if closer == "%%":
+                self.stack[-1] = replace(self.stack[-1], unending=True)
+            else:
+                position = found + 1 if span_end is None else span_end
+        return limit
 
     def _inline_section(self, position: int) -> int:
         # Raw lines stop at each line end so that fence lines get seen; elsewhere a

@@ -14,13 +14,20 @@ is found at the end of its source line (a table cell's, anywhere in it).
 
 from __future__ import annotations
 
+import re
 from bisect import bisect_right
 from collections.abc import Callable
 
+from markdown_it.rules_block.html_block import HTML_SEQUENCES
+
 from engine.markdown_inert import InertTest, inert_spans, spans_test
+from engine.markdown_text import without_container_prefix
 
 # A position in a block's text -> the same position in the source, or None when unknown.
 SourcePosition = Callable[[int], int | None]
+_FENCE = re.compile(r" {0,3}(`{3,}|~{3,})")
+# What ends the HTML blocks that end at a blank line (markdown-it's `^$`).
+_UNTIL_BLANK_LINE = "^$"
 
 
 class SourceInert:
@@ -33,7 +40,8 @@ class SourceInert:
         for line in self.lines:
             self.line_starts.append(offset)
             offset += len(line) + 1
-        self.spans = inert_spans(source)
+        self.raw_html_lines = _raw_html_lines(self.lines)
+        self.spans = inert_spans(source, self._in_raw_html)
         self.span_starts = [start for start, _ in self.spans]
         self.inert = spans_test(self.spans)
 
@@ -68,6 +76,9 @@ class SourceInert:
         """Whether source line `line` begins inside an inert place opened before it."""
         return line < len(self.line_starts) and self._inside_earlier(self.line_starts[line])
 
+    def _in_raw_html(self, source_at: int) -> bool:
+        return self.raw_html_lines[bisect_right(self.line_starts, source_at) - 1]
+
     def _inside_earlier(self, source_at: int) -> bool:
         index = bisect_right(self.span_starts, source_at) - 1
         return index >= 0 and self.spans[index][0] < source_at < self.spans[index][1]
@@ -99,3 +110,38 @@ class SourceInert:
             return self.line_starts[line] + len(source_line) - len(written)
         found = source_line.find(written)
         return None if found < 0 else self.line_starts[line] + found
+
+
+def _raw_html_lines(lines: list[str]) -> list[bool]:
+    """Which lines are in an HTML block, as markdown-it starts and ends them (after quote
+    and list markers; fenced code is skipped): what a browser reads as HTML, tags and
+    scripts running on past blank lines."""
+    raw: list[bool] = []
+    fence: str | None = None
+    html_end: re.Pattern[str] | None = None
+    for line in lines:
+        content = without_container_prefix(line).lstrip(" ")
+        if fence is not None:
+            raw.append(False)
+            if content.startswith(fence) and not content.strip(fence[0] + " \t"):
+                fence = None
+            continue
+        if html_end is not None:
+            if html_end.pattern == _UNTIL_BLANK_LINE and not content.strip():
+                html_end = None
+                raw.append(False)
+                continue
+            raw.append(True)
+            if html_end.pattern != _UNTIL_BLANK_LINE and html_end.search(content):
+                html_end = None
+            continue
+        opened = _FENCE.match(content)
+        if opened:
+            fence = opened.group(1)
+            raw.append(False)
+            continue
+        start = next((sequence for sequence in HTML_SEQUENCES if sequence[0].search(content)), None)
+        raw.append(start is not None)
+        if start is not None and (start[1].pattern == _UNTIL_BLANK_LINE or not start[1].search(content)):
+            html_end = start[1]
+    return raw

@@ -94,7 +94,9 @@ def _body(draw: st.DrawFn, doc: GeneratedDocument, *, form: str, depth: int, enc
     items: list[str] = []
     for _ in range(draw(st.integers(1, 3))):
         kind = draw(st.sampled_from(["text", "inert", "nested", "list", "definition", "image", "tooltip"]))
-        if kind == "inert" and form in CLOSERS:
+        if kind == "inert" and form in CLOSERS and form != "obsidian":
+            # (An Obsidian comment holding a `%%` that might not be markup runs to the end
+            # of the document, public words after it included: tests/engine/gm_corpus.)
             items.append(_inert_closer(draw, doc, CLOSERS[form]))
         elif kind == "nested" and depth < 2:
             # A comment of a kind already open would end it, in any reader.
