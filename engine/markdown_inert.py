@@ -21,6 +21,8 @@ import re
 from bisect import bisect_right
 from collections.abc import Callable, Sequence
 
+from engine.html_tag_ends import tag_ends
+
 # Longest `<section` tag read attribute by attribute for its class (engine/markdown_regions.py):
 # enough for long style attributes, and many tags without a `>` still cost linear time.
 MAX_TAG_LENGTH = 4096
@@ -41,7 +43,6 @@ _EVENTS = re.compile(
     re.I,
 )
 _BLANK_LINE = re.compile(r"\n[ \t]*(?=\n)")
-_TAG_BODY = re.compile(r"(?:[^>\"']|\"[^\"]*\"|'[^']*')*>")
 _RAW_TEXT_END = {name: re.compile(rf"</{name}\s*>", re.I) for name in _RAW_TEXT}
 
 
@@ -49,18 +50,26 @@ def inert_spans(text: str, raw_html_at: Callable[[int], bool] | None = None) -> 
     """Sorted, disjoint (start, end) ranges of `text` where a closer is not trusted.
 
     Tags, raw-text elements and bogus comments run as far as their end, blank lines
-    included, when `raw_html_at` is None (the text of one block) or says their start is
-    raw HTML (an HTML block of a whole document, which a browser reads on); one starting
-    in Markdown text ends at its paragraph's end at the latest, as CommonMark reads
-    `a<b` or an unclosed quote there as text.
+    included, when `raw_html_at` is None (raw HTML, an HTML block's text) or says their
+    start is raw HTML (an HTML block of a whole document, which a browser reads on). One
+    starting in Markdown text is one only if it ends within its paragraph, as CommonMark
+    reads `a<b` or an unclosed quote there as text: a raw-text element then runs to its
+    end tag or its paragraph's end.
     """
     blank_lines = [match.start() for match in _BLANK_LINE.finditer(text)] if raw_html_at else []
 
+    def in_markdown(start: int) -> bool:
+        return raw_html_at is not None and not raw_html_at(start)
+
     def limit_for(start: int) -> int:
-        if raw_html_at is None or raw_html_at(start):
+        if not in_markdown(start):
             return len(text)
         following = bisect_right(blank_lines, start)
         return blank_lines[following] if following < len(blank_lines) else len(text)
+
+    def tag_end(body_start: int, limit: int) -> int | None:
+        end = tag_ends(text).end_from(body_start)
+        return end if end is not None and end <= limit else None
 
     spans: list[tuple[int, int]] = []
     open_ticks: dict[int, int] = {}  # backtick run length -> where the run starts
@@ -98,6 +107,8 @@ def inert_spans(text: str, raw_html_at: Callable[[int], bool] | None = None) -> 
                 position = max(position, end)
         elif event[1:].casefold() in _RAW_TEXT_END:
             limit = limit_for(start)
+            if in_markdown(start) and tag_end(position, limit) is None:
+                continue  # a start tag never ended: text
             closing = _RAW_TEXT_END[event[1:].casefold()].search(text, position, limit)
             end = limit if closing is None else closing.start()
             spans.append((start, end))
@@ -111,11 +122,18 @@ def inert_spans(text: str, raw_html_at: Callable[[int], bool] | None = None) -> 
             limit = limit_for(start)
             closer = "]]>" if text.startswith("<![CDATA[", start) else ">"
             closing_at = text.find(closer, position, limit)
+            if closing_at == -1 and in_markdown(start):
+                continue
             end = limit if closing_at == -1 else closing_at + len(closer)
             spans.append((start, end))
             position = end
         else:
-            end = _tag_end(text, start, limit_for(start))
+            limit = limit_for(start)
+            ended_at = tag_end(start + 2, limit)
+            if ended_at is None and in_markdown(start):
+                continue
+            # A raw tag never ended is inert to `limit`, and the pass goes on from there.
+            end = limit if ended_at is None else ended_at
             spans.append((start, end))
             position = end
     return _merged(spans)
@@ -134,13 +152,6 @@ def spans_test(spans: Sequence[tuple[int, int]]) -> InertTest:
 
 def never_inert(at: int, opened_at: int) -> bool:
     return False
-
-
-def _tag_end(text: str, start: int, limit: int) -> int:
-    # A tag never ended is inert to `limit`, and the pass goes on from there, so the pass
-    # reads each character once.
-    match = _TAG_BODY.match(text, start + 2, limit)
-    return match.end() if match else limit
 
 
 def _destination_end(text: str, position: int) -> int:

@@ -302,6 +302,11 @@ class _Scanner:
             return end + after - len(before)
         return end
 
+    def _inert_comment_closer(self, found: int, closer: str) -> bool:
+        # Inside an HTML comment nothing is a tag: a "tag" or bogus comment that the
+        # `-->` itself ends (`if hp<half -->`, `<?x -->`) holds it no more than text does.
+        return self._inert(found) and (closer != "-->" or self._inert(found + len(closer)))
+
     def _inert(self, closer_at: int) -> bool:
         """Whether a closer of the innermost region might not be markup."""
         return self.options.inert(closer_at, self.stack[-1].opened_at)
@@ -440,7 +445,7 @@ class _Scanner:
             if found < 0:
                 return limit
             span_end = self._code_end(found)
-            if span_end is None and not self._inert(found):
+            if span_end is None and not self._inert_comment_closer(found, closer):
                 return self._pop(found + len(closer))
             if closer == "%%":
                 self.stack[-1] = replace(self.stack[-1], unending=True)

@@ -129,7 +129,8 @@ class _BlockLines:
         """Whether a closer at a position of `text` might not be markup, judged on the
         whole source (found once per document), so that a code span or a link running
         over the end of a chunk is seen whole."""
-        source_inert = source_inert_of(state).inert
+        source = source_inert_of(state)
+        source_inert = source.inert
 
         def in_source(position: int) -> int:
             index = self.index_of(position)
@@ -137,7 +138,12 @@ class _BlockLines:
             column = max(position - self.offsets[index] - self.pads[index], 0)  # not in our padding
             return state.bMarks[line] + state.tShift[line] + column
 
+        # Its own lines too: in a quote, the source holds `>` markers that end a tag there.
+        own_inert = spans_test(inert_spans(self.text, lambda at: source.in_raw_html(in_source(at))))
+
         def inert(at: int, opened_at: int) -> bool:
+            if own_inert(at, opened_at):
+                return True
             return source_inert(in_source(at), in_source(opened_at) if opened_at >= 0 else -1)
 
         return inert
@@ -475,7 +481,8 @@ class _Stripper:
 
     def _raw_options(self, token: Token, text: str) -> ScanOptions:
         """How to scan a block's `text` as written, its closers judged in the whole source too."""
-        return ScanOptions(fences=True, inert=self.source_inert.test_for(token.map, text, _inert_test(text)))
+        own = _inert_test(text, raw_html=token.type == "html_block")
+        return ScanOptions(fences=True, inert=self.source_inert.test_for(token.map, text, own))
 
     def _in_earlier(self, token: Token) -> bool:
         """Whether a block starts inside an attribute value, raw text or the like opened
@@ -597,7 +604,7 @@ class _Stripper:
     def _read_dropped(self, text: str) -> None:
         """Text the parser dropped: never published, but its openers and GM headings
         (Markdown or HTML) count."""
-        result = scan(text, self.stack, _raw_options(text))
+        result = scan(text, self.stack, ScanOptions(fences=True, inert=_inert_test(text, raw_html=False)))
         kept = remove_ranges(text, result.removed)
         self.stack = result.stack
         self._continue_open_heading(kept)
@@ -662,7 +669,7 @@ class _Stripper:
                 code=code,
                 escapes=True,
                 line_start=line_start,
-                inert=self.source_inert.test_for(token.map, token.content, _inert_test(token.content)),
+                inert=self.source_inert.test_for(token.map, token.content, _inert_test(token.content, raw_html=False)),
             ),
         )
         self.stack = result.stack
@@ -692,8 +699,14 @@ class _Stripper:
         return is_gm_heading_text(_plain_text(children))
 
 
-def _inert_test(text: str) -> InertTest:
-    return spans_test(inert_spans(text))
+def _inert_test(text: str, *, raw_html: bool) -> InertTest:
+    """Where a closer in a block's `text` might not be markup: raw HTML (an HTML block's
+    text) or Markdown text, where a tag or a script is one only if it ends."""
+    return spans_test(inert_spans(text, None if raw_html else _in_markdown_text))
+
+
+def _in_markdown_text(position: int) -> bool:
+    return False
 
 
 def source_inert_of(state: StateBlock | StateCore) -> SourceInert:
@@ -702,11 +715,6 @@ def source_inert_of(state: StateBlock | StateCore) -> SourceInert:
     if source is None:
         source = state.env[_SOURCE_INERT_ENV_KEY] = SourceInert(state.src)
     return source
-
-
-def _raw_options(text: str) -> ScanOptions:
-    """How to scan source lines as written (HTML blocks, definitions, dropped text)."""
-    return ScanOptions(fences=True, inert=_inert_test(text))
 
 
 def _prune(tokens: list[Token]) -> list[Token]:

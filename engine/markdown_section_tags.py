@@ -17,9 +17,10 @@ from __future__ import annotations
 import functools
 import html
 import re
-from bisect import bisect_left, bisect_right
+from bisect import bisect_left
 from dataclasses import dataclass
 
+from engine.html_tag_ends import TagEnds, tag_ends
 from engine.markdown_inert import MAX_TAG_LENGTH
 
 # The whole opening tag, with quoted attribute values (which may hold `>`) ...
@@ -30,7 +31,6 @@ _CLASS_ATTRIBUTE = re.compile(r"""\bclass\s*=\s*(?:"([^"]*)"|'([^']*)'|([^\s"'=<
 # Every place a class attribute starts, overlapping ones included: inside a long tag, a
 # class may start within another attribute's quoted value as one reading sees it.
 _CLASS_ATTRIBUTE_STARTS = re.compile(rf"(?={_CLASS_ATTRIBUTE.pattern})", re.IGNORECASE)
-_TAG_SPECIALS = re.compile(r"[>\"']")
 
 
 def secret_section_tag_end(text: str, position: int, *, complete: bool = True) -> int | None:
@@ -74,28 +74,14 @@ class _LongTagIndex:
     classes start."""
 
     length: int
-    specials: list[int]
-    """Offsets of `>`, `"` and `'`: all that decides where a tag ends."""
-    ends: list[int | None]
-    """End of a tag read from just before `specials[i]` on; None when it never ends."""
+    tag_ends: TagEnds
     secret_class_starts: list[int]
 
     @classmethod
     def build(cls, text: str) -> _LongTagIndex:
-        specials = [match.start() for match in _TAG_SPECIALS.finditer(text)]
-        ends: list[int | None] = [None] * len(specials)
-        for index in range(len(specials) - 1, -1, -1):
-            at = specials[index]
-            if text[at] == ">":
-                ends[index] = at + 1
-                continue
-            closing = text.find(text[at], at + 1)
-            after_value = bisect_right(specials, closing)
-            if closing != -1 and after_value < len(specials):
-                ends[index] = ends[after_value]
         secret_classes = _CLASS_ATTRIBUTE_STARTS.finditer(text)
         secret_class_starts = [match.start() for match in secret_classes if _names_secret(match)]
-        return cls(len(text), specials, ends, secret_class_starts)
+        return cls(len(text), tag_ends(text), secret_class_starts)
 
     def secret_tag_end(self, position: int, *, complete: bool) -> int | None:
         """End of the tag at `position` if it holds a secret class, else None.
@@ -104,8 +90,7 @@ class _LongTagIndex:
         content after it, and a secret class anywhere in it is taken at its word. In a
         text that is not `complete`, such a tag is secret unread.
         """
-        following = bisect_left(self.specials, position)
-        end = self.ends[following] if following < len(self.specials) else None
+        end = self.tag_ends.end_from(position)
         if end is None and not complete:
             return self.length
         tag_end = self.length if end is None else end

@@ -41,9 +41,10 @@ class SourceInert:
             self.line_starts.append(offset)
             offset += len(line) + 1
         self.raw_html_lines = _raw_html_lines(self.lines)
-        self.spans = inert_spans(source, self._in_raw_html)
+        self.spans = inert_spans(source, self.in_raw_html)
         self.span_starts = [start for start, _ in self.spans]
         self.inert = spans_test(self.spans)
+        self._last_positions: tuple[tuple[int, int, str], SourcePosition] | None = None
 
     def test_for(self, line_map: list[int] | None, text: str, own: InertTest) -> InertTest:
         """`own` (the text's own inert places), or else the source's, for a block's `text`
@@ -76,7 +77,8 @@ class SourceInert:
         """Whether source line `line` begins inside an inert place opened before it."""
         return line < len(self.line_starts) and self._inside_earlier(self.line_starts[line])
 
-    def _in_raw_html(self, source_at: int) -> bool:
+    def in_raw_html(self, source_at: int) -> bool:
+        """Whether a source position is in an HTML block (see `_raw_html_lines`)."""
         return self.raw_html_lines[bisect_right(self.line_starts, source_at) - 1]
 
     def _inside_earlier(self, source_at: int) -> bool:
@@ -84,6 +86,15 @@ class SourceInert:
         return index >= 0 and self.spans[index][0] < source_at < self.spans[index][1]
 
     def _positions(self, line_map: list[int], text: str) -> SourcePosition:
+        # Asked once per heading of a block: the last block's positions are kept.
+        key = (line_map[0], line_map[1], text)
+        if self._last_positions is not None and self._last_positions[0] == key:
+            return self._last_positions[1]
+        position = self._build_positions(line_map, text)
+        self._last_positions = (key, position)
+        return position
+
+    def _build_positions(self, line_map: list[int], text: str) -> SourcePosition:
         first_line, end_line = line_map
         text_line_starts: list[int] = []
         bases: list[int | None] = []

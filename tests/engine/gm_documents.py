@@ -57,14 +57,16 @@ def _inert_closer(draw: st.DrawFn, doc: GeneratedDocument, closer: str) -> str:
     if closer == "-->":
         # markdown-it ends an HTML comment block at the `-->` line, so the fence's closing
         # line opens a new fence that runs to the end: everything after is removed
-        # (README: an over-removal, by choice).
-        places = [place for place in places if not place.endswith("fence")]
+        # (README: an over-removal, by choice). A bogus comment that the `-->` ends is
+        # comment text, which holds no closer.
+        places = [place for place in places if not place.endswith("fence") and place not in _ENDED_BY_ITS_CLOSER]
     place = draw(st.sampled_from(places))
     if place == "escaped" and not closer.startswith("<"):
         place = "code"  # only a `<` is escaped away
     return _INERT_PLACES[place].format(closer=closer, canary=doc.canary(), canary2=doc.canary())
 
 
+_ENDED_BY_ITS_CLOSER = {"instruction", "declaration", "end_tag_bogus_comment"}
 # Where a closer is not markup, each followed by a canary the closer must not publish.
 _INERT_PLACES = {
     "code": "x `{closer}` {canary}",
