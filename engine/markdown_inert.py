@@ -110,7 +110,7 @@ def inert_spans(text: str, raw_html_at: Callable[[int], bool] | None = None) -> 
             if in_markdown(start) and tag_end(position, limit) is None:
                 continue  # a start tag never ended: text
             closing = _RAW_TEXT_END[event[1:].casefold()].search(text, position, limit)
-            end = limit if closing is None else closing.start()
+            end = limit if closing is None else closing.end()
             spans.append((start, end))
             position = end
         elif event[1:].casefold() == "plaintext":  # text to the end of the document
