@@ -46,8 +46,8 @@ _BLANK_LINE = re.compile(r"\n[ \t]*(?=\n)")
 _RAW_TEXT_END = {name: re.compile(rf"</{name}\s*>", re.I) for name in _RAW_TEXT}
 
 
-def inert_spans(text: str, raw_html_at: Callable[[int], bool] | None = None) -> list[tuple[int, int]]:
-    """Sorted, disjoint (start, end) ranges of `text` where a closer is not trusted.
+def inert_spans(text: str, raw_html_at: Callable[[int], bool] | None = None) -> InertSpans:
+    """The (start, end) ranges of `text` where a closer is not trusted.
 
     Tags, raw-text elements and bogus comments run as far as their end, blank lines
     included, when `raw_html_at` is None (raw HTML, an HTML block's text) or says their
@@ -70,6 +70,17 @@ def inert_spans(text: str, raw_html_at: Callable[[int], bool] | None = None) -> 
     def tag_end(body_start: int, limit: int) -> int | None:
         end = tag_ends(text).end_from(body_start)
         return end if end is not None and end <= limit else None
+
+    # name -> (searched from, up to, the end tag found there or None): read on inside a
+    # raw-text element, the next one's end tag is the same one, found once.
+    closings: dict[str, tuple[int, int, re.Match[str] | None]] = {}
+
+    def closing_tag(name: str, position: int, limit: int) -> int | None:
+        known = closings.get(name)
+        if known is None or not known[0] <= position or known[1] != limit or (known[2] and known[2].start() < position):
+            known = (position, limit, _RAW_TEXT_END[name].search(text, position, limit))
+            closings[name] = known
+        return None if known[2] is None else known[2].end()
 
     spans: list[tuple[int, int]] = []
     open_ticks: dict[int, int] = {}  # backtick run length -> where the run starts
@@ -109,10 +120,11 @@ def inert_spans(text: str, raw_html_at: Callable[[int], bool] | None = None) -> 
             limit = limit_for(start)
             if in_markdown(start) and tag_end(position, limit) is None:
                 continue  # a start tag never ended: text
-            closing = _RAW_TEXT_END[event[1:].casefold()].search(text, position, limit)
-            end = limit if closing is None else closing.end()
+            closing = closing_tag(event[1:].casefold(), position, limit)
+            end = limit if closing is None else closing
+            # Read on inside it: a tag there (a browser reads them in `<pre>`) holding a
+            # closer is a place of its own, when an opener is in there too.
             spans.append((start, end))
-            position = end
         elif event[1:].casefold() == "plaintext":  # text to the end of the document
             end = limit_for(start)
             spans.append((start, end))
@@ -136,7 +148,55 @@ def inert_spans(text: str, raw_html_at: Callable[[int], bool] | None = None) -> 
             end = limit if ended_at is None else ended_at
             spans.append((start, end))
             position = end
-    return _merged(spans)
+    return InertSpans(spans)
+
+
+class InertSpans:
+    """Inert places as found (they may nest: a tag in a link's text) and merged."""
+
+    def __init__(self, found: list[tuple[int, int]]) -> None:
+        self.found = sorted(found)
+        self.merged, self.composite = _merged(self.found)
+        self.starts = [start for start, _ in self.merged]
+        self._found_starts = [start for start, _ in self.found]
+        self._found_ends: _RangeMax | None = None
+
+    def inert(self, at: int, opened_at: int) -> bool:
+        """A closer is inert inside a place that does not hold its opener."""
+        index = bisect_right(self.starts, at) - 1
+        if index < 0 or not self.merged[index][0] <= at < self.merged[index][1]:
+            return False
+        if opened_at < self.merged[index][0]:
+            return True
+        if not self.composite[index]:
+            return False
+        # Opener and closer in one stretch of overlapping places (a secret section opened
+        # in a link's text, its end tag in an attribute there): the closer is inert in a
+        # place that starts after the opener.
+        first = bisect_right(self._found_starts, opened_at)
+        last = bisect_right(self._found_starts, at) - 1
+        if first > last:
+            return False
+        if self._found_ends is None:
+            self._found_ends = _RangeMax([end for _, end in self.found])
+        return self._found_ends.max(first, last) > at
+
+
+class _RangeMax:
+    """Maxima of ranges of a list, each found in constant time (a sparse table)."""
+
+    def __init__(self, values: list[int]) -> None:
+        self.levels = [values]
+        width = 1
+        while 2 * width <= len(values):
+            below = self.levels[-1]
+            self.levels.append([max(below[i], below[i + width]) for i in range(len(values) - 2 * width + 1)])
+            width *= 2
+
+    def max(self, first: int, last: int) -> int:
+        level = (last - first + 1).bit_length() - 1
+        row = self.levels[level]
+        return max(row[first], row[last - (1 << level) + 1])
 
 
 def spans_test(spans: Sequence[tuple[int, int]]) -> InertTest:
@@ -214,13 +274,18 @@ def _blank_line_at(text: str, start: int) -> bool:
     return not text[start : len(text) if end == -1 else end].strip(" \t")
 
 
-def _merged(spans: list[tuple[int, int]]) -> list[tuple[int, int]]:
+def _merged(spans: list[tuple[int, int]]) -> tuple[list[tuple[int, int]], list[bool]]:
+    """The sorted `spans` merged where they overlap, and whether each merged one is made
+    of several."""
     # Spans that only touch stay apart: an opener's own tag followed at once by an
     # attribute or a `<script>` holding a closer must not share a span with it.
     merged: list[tuple[int, int]] = []
-    for start, end in sorted(spans):
+    composite: list[bool] = []
+    for start, end in spans:
         if merged and start < merged[-1][1]:
             merged[-1] = (merged[-1][0], max(end, merged[-1][1]))
+            composite[-1] = True
         else:
             merged.append((start, end))
-    return merged
+            composite.append(False)
+    return merged, composite

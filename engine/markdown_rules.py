@@ -139,7 +139,7 @@ class _BlockLines:
             return state.bMarks[line] + state.tShift[line] + column
 
         # Its own lines too: in a quote, the source holds `>` markers that end a tag there.
-        own_inert = spans_test(inert_spans(self.text, lambda at: source.in_raw_html(in_source(at))))
+        own_inert = inert_spans(self.text, lambda at: source.in_raw_html(in_source(at))).inert
 
         def inert(at: int, opened_at: int) -> bool:
             if own_inert(at, opened_at):
@@ -702,7 +702,7 @@ class _Stripper:
 def _inert_test(text: str, *, raw_html: bool) -> InertTest:
     """Where a closer in a block's `text` might not be markup: raw HTML (an HTML block's
     text) or Markdown text, where a tag or a script is one only if it ends."""
-    return spans_test(inert_spans(text, None if raw_html else _in_markdown_text))
+    return inert_spans(text, None if raw_html else _in_markdown_text).inert
 
 
 def _in_markdown_text(position: int) -> bool:

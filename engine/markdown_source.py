@@ -20,7 +20,7 @@ from collections.abc import Callable
 
 from markdown_it.rules_block.html_block import HTML_SEQUENCES
 
-from engine.markdown_inert import InertTest, inert_spans, spans_test
+from engine.markdown_inert import InertTest, inert_spans
 from engine.markdown_text import without_container_prefix
 
 # A position in a block's text -> the same position in the source, or None when unknown.
@@ -41,9 +41,10 @@ class SourceInert:
             self.line_starts.append(offset)
             offset += len(line) + 1
         self.raw_html_lines = _raw_html_lines(self.lines)
-        self.spans = inert_spans(source, self.in_raw_html)
-        self.span_starts = [start for start, _ in self.spans]
-        self.inert = spans_test(self.spans)
+        places = inert_spans(source, self.in_raw_html)
+        self.spans = places.merged
+        self.span_starts = places.starts
+        self.inert = places.inert
         self._last_positions: tuple[tuple[int, int, str], SourcePosition] | None = None
 
     def test_for(self, line_map: list[int] | None, text: str, own: InertTest) -> InertTest:
