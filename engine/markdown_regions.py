@@ -59,6 +59,8 @@ _TOP_LEVEL_OPENERS = re.compile(r"<!--|%%|<section(?=[\s/>])", re.IGNORECASE)
 _SECTION_EVENTS = re.compile(r"<!--|%%|<section(?=[\s/>])|</section(?=[\s>])", re.IGNORECASE)
 # The rest of an end tag, which may run over a line break (`</section` newline `>`).
 _END_TAG_REST = re.compile(r"\s*>")
+# An ATX heading or a thematic break line, after its indentation.
+_ENDS_ITS_BLOCK = re.compile(r"#{1,6}(?:[ \t]|$)|(?:(?:\*[ \t]*){3,}|(?:-[ \t]*){3,}|(?:_[ \t]*){3,})$")
 # Openers that removing a part could create by gluing the text on both sides of it.
 _GLUED_OPENERS = re.compile(r"<!--|%%|<section", re.IGNORECASE)
 _LONGEST_GLUED_OPENER = len("<section")
@@ -328,7 +330,9 @@ class _Scanner:
         code_indent, code_text = _indentation(without_container_prefix(line))
         blank = not code_text.strip()
         self.in_indented_code = not blank and code_indent >= 4 and (self.previous_blank or self.in_indented_code)
-        self.previous_blank = blank
+        # After a heading or a thematic break as after a blank line: no paragraph goes
+        # on there, so an indented line starts code.
+        self.previous_blank = blank or (code_indent < 4 and bool(_ENDS_ITS_BLOCK.match(code_text)))
         top = self.stack[-1] if self.stack else None
         if top is not None and top.kind is FrameKind.SECTION:
             # HTML, not code, however indented: checked before the indented-code rule.

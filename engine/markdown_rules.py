@@ -378,7 +378,13 @@ class _Stripper:
         self.source_inert = source_inert_of(state)
         self.stack: list[Frame] = []
         # Level of the GM heading whose section is being cut, if any.
-        self.cut_level: int | None = None
+        self._cut_level: int | None = None
+        # Quote and list nesting of the block being read, and of the one where the cut
+        # began: a heading nested deeper (a handout quoted under `## GM`) ends nothing.
+        self.nesting = 0
+        self.cut_nesting = 0
+        # The setext heading that ended a cut: its lines but the last were under it.
+        self.setext_after_cut: Token | None = None
         self.open_heading: _OpenHeading | None = None
         # Ids of blocks kept before a heading element left open turned out to be GM.
         self.cut_after_open_heading: set[int] = set()
@@ -417,11 +423,22 @@ class _Stripper:
         return _prune(kept)
 
     @property
+    def cut_level(self) -> int | None:
+        return self._cut_level
+
+    @cut_level.setter
+    def cut_level(self, level: int | None) -> None:
+        if self._cut_level is None and level is not None:
+            self.cut_nesting = self.nesting
+        self._cut_level = level
+
+    @property
     def _hidden(self) -> bool:
         return bool(self.stack) or self.cut_level is not None
 
     def _keep(self, token: Token, previous: Token | None) -> bool:
         hidden = self._hidden
+        self.nesting = token.level if token.type != "inline" else token.level - 1
         if token.type == REMOVED_BLOCK:
             self.stack.extend(token.meta["stack"])
             return False
@@ -433,8 +450,10 @@ class _Stripper:
             # A heading ends the cut only if it is really there, not inside a comment or
             # in an attribute value or raw text opened before it.
             ends_cut = self.cut_level is not None and not self.stack and level <= self.cut_level
-            if ends_cut and not self._in_earlier(token):
+            if ends_cut and token.level <= self.cut_nesting and not self._in_earlier(token):
                 self.cut_level = None
+                if token.markup in ("=", "-"):
+                    self.setext_after_cut = token
             return True
         if token.type == "inline":
             self._strip_inline(token, previous)
@@ -623,6 +642,10 @@ class _Stripper:
             kept = self._scan_inline(token, line_start)
         else:
             kept = token.content.strip()
+        if parent is not None and parent is self.setext_after_cut:
+            # `## GM`, blank line, `secret`, `Recap`, `=====`: CommonMark makes one heading
+            # of both lines; the author wrote `Recap` as the heading after the GM part.
+            kept = kept.rsplit("\n", 1)[-1]
         self._continue_open_heading(kept)
         in_cell = parent is not None and parent.type in ("th_open", "td_open")
         if is_heading and parent is not None and self._is_gm_heading(kept):

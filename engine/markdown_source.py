@@ -17,6 +17,7 @@ from __future__ import annotations
 import re
 from bisect import bisect_right
 from collections.abc import Callable
+from dataclasses import dataclass
 
 from markdown_it.rules_block.html_block import HTML_SEQUENCES
 
@@ -25,7 +26,8 @@ from engine.markdown_text import without_container_prefix
 
 # A position in a block's text -> the same position in the source, or None when unknown.
 SourcePosition = Callable[[int], int | None]
-_FENCE = re.compile(r" {0,3}(`{3,}|~{3,})")
+# A fence opening line: a backtick fence's info string holds no backtick.
+_FENCE = re.compile(r" {0,3}(`{3,}(?=[^`]*$)|~{3,})")
 # What ends the HTML blocks that end at a blank line (markdown-it's `^$`).
 _UNTIL_BLANK_LINE = "^$"
 
@@ -129,15 +131,17 @@ def _raw_html_lines(lines: list[str]) -> list[bool]:
     and list markers; fenced code is skipped): what a browser reads as HTML, tags and
     scripts running on past blank lines."""
     raw: list[bool] = []
-    fence: str | None = None
+    fence: _Fence | None = None
     html_end: re.Pattern[str] | None = None
     for line in lines:
-        content = without_container_prefix(line).lstrip(" ")
-        if fence is not None:
+        after_prefix = without_container_prefix(line)
+        content = after_prefix.lstrip(" ")
+        if fence is not None and not fence.ended_by(line, after_prefix):
             raw.append(False)
-            if content.startswith(fence) and not content.strip(fence[0] + " \t"):
+            if content.startswith(fence.marker) and not content.strip(fence.marker[0] + " \t"):
                 fence = None
             continue
+        fence = None
         if html_end is not None:
             if html_end.pattern == _UNTIL_BLANK_LINE and not content.strip():
                 html_end = None
@@ -147,9 +151,9 @@ def _raw_html_lines(lines: list[str]) -> list[bool]:
             if html_end.pattern != _UNTIL_BLANK_LINE and html_end.search(content):
                 html_end = None
             continue
-        opened = _FENCE.match(content)
+        opened = _FENCE.match(after_prefix)
         if opened:
-            fence = opened.group(1)
+            fence = _Fence(opened.group(1), line[: len(line) - len(after_prefix)].count(">"), len(line) - len(content))
             raw.append(False)
             continue
         start = next((sequence for sequence in HTML_SEQUENCES if sequence[0].search(content)), None)
@@ -157,3 +161,19 @@ def _raw_html_lines(lines: list[str]) -> list[bool]:
         if start is not None and (start[1].pattern == _UNTIL_BLANK_LINE or not start[1].search(content)):
             html_end = start[1]
     return raw
+
+
+@dataclass(frozen=True, slots=True)
+class _Fence:
+    marker: str
+    quotes: int
+    """Quote markers before it: a line with fewer ends the quote, and the fence in it."""
+    column: int
+    """Where its marker starts: in a list item, a line less indented ends the item."""
+
+    def ended_by(self, line: str, after_prefix: str) -> bool:
+        quotes = line[: len(line) - len(after_prefix)].count(">")
+        if quotes < self.quotes:
+            return True
+        indentation = len(line) - len(line.lstrip(" "))
+        return self.quotes == 0 and bool(line.strip()) and indentation < self.column
