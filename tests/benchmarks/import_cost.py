@@ -81,8 +81,17 @@ def baseline_tree(revision: str, directory: Path) -> Path:
     return source
 
 
-# The baseline's own CLI (with PYTHONPATH naming its tree, its packages come first).
-BASELINE_CLI = [sys.executable, "-c", "import sys; from rest.cli import main; sys.exit(main())"]
+# The baseline's own CLI, from the tree PYTHONPATH names: the editable install's import
+# finder, which would serve this checkout's modules first, is taken out; the CLI lived in
+# engine/cli.py before it moved to rest/cli.py.
+BASELINE_CLI = [
+    sys.executable,
+    "-c",
+    "import importlib, importlib.util, sys; "
+    "sys.meta_path[:] = [f for f in sys.meta_path if not getattr(f, '__module__', '').startswith('__editable__')]; "
+    "cli = 'rest.cli' if importlib.util.find_spec('rest.cli') else 'engine.cli'; "
+    "sys.exit(importlib.import_module(cli).main())",
+]
 
 
 def main(argv: list[str] | None = None) -> int:
