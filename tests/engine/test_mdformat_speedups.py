@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import mdformat.renderer._context as mdformat_context
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from mdformat.renderer._util import escape_underscore_emphasis as mdformat_escape_underscore_emphasis
@@ -15,13 +16,18 @@ from engine.mdformat_speedups import BACKSLASH_BEFORE_MATCH, character_reference
 _TEXT = st.text(st.sampled_from(list("__ a\u00a0\t\n.!*\\é1\u3000\u2014")), max_size=30)
 
 
-class TestEscapeUnderscoreEmphasis:
-    def test_mdformat_text_renderer_calls_ours(self) -> None:
-        # If an mdformat upgrade renames the helper or stops looking it up by name in its
-        # module, the speed-up is silently gone: fail here instead.
-        assert "escape_underscore_emphasis" in mdformat_context.text.__code__.co_names
-        assert mdformat_context.escape_underscore_emphasis is escape_underscore_emphasis  # type: ignore[attr-defined]
+@pytest.mark.parametrize(
+    ("name", "ours"),
+    [("escape_underscore_emphasis", escape_underscore_emphasis), ("re_char_reference", character_references)],
+)
+def test_mdformat_text_renderer_calls_ours(name: str, ours: object) -> None:
+    # If an mdformat upgrade renames a helper or stops looking it up by name in its
+    # module, the speed-up is silently gone: fail here instead.
+    assert name in mdformat_context.text.__code__.co_names
+    assert getattr(mdformat_context, name) is ours
 
+
+class TestEscapeUnderscoreEmphasis:
     @settings(max_examples=2000, derandomize=True, database=None)
     @given(_TEXT)
     def test_same_text_as_mdformat(self, text: str) -> None:
@@ -37,10 +43,6 @@ _REFERENCE_TEXT = st.lists(st.sampled_from(_REFERENCE_PARTS), max_size=12)
 
 
 class TestCharacterReferences:
-    def test_mdformat_text_renderer_calls_ours(self) -> None:
-        assert "re_char_reference" in mdformat_context.text.__code__.co_names
-        assert mdformat_context.re_char_reference is character_references  # type: ignore[attr-defined]
-
     @settings(max_examples=2000, derandomize=True, database=None)
     @given(_REFERENCE_TEXT)
     def test_same_text_as_mdformat(self, parts: list[str]) -> None:
