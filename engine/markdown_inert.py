@@ -44,6 +44,7 @@ _EVENTS = re.compile(
 )
 _BLANK_LINE = re.compile(r"\n[ \t]*(?=\n)")
 _RAW_TEXT_END = {name: re.compile(rf"</{name}\s*>", re.I) for name in _RAW_TEXT}
+_LITERAL_CLOSERS = {closer: re.compile(re.escape(closer)) for closer in (">", "]]>")}
 
 
 def inert_spans(text: str, raw_html_at: Callable[[int], bool] | None = None) -> InertSpans:
@@ -71,15 +72,17 @@ def inert_spans(text: str, raw_html_at: Callable[[int], bool] | None = None) -> 
         end = tag_ends(text).end_from(body_start)
         return end if end is not None and end <= limit else None
 
-    # name -> (searched from, up to, the end tag found there or None): read on inside a
-    # raw-text element, the next one's end tag is the same one, found once.
+    # closer -> (searched from, up to, the closer found there or None): many openers
+    # before one closer (or none) find it once, so the pass stays linear.
     closings: dict[str, tuple[int, int, re.Match[str] | None]] = {}
 
-    def closing_tag(name: str, position: int, limit: int) -> int | None:
-        known = closings.get(name)
+    def closing(closer: str, position: int, limit: int) -> int | None:
+        """End of the first `closer` (an end tag's name, `>` or `]]>`) in position..limit."""
+        known = closings.get(closer)
         if known is None or not known[0] <= position or known[1] != limit or (known[2] and known[2].start() < position):
-            known = (position, limit, _RAW_TEXT_END[name].search(text, position, limit))
-            closings[name] = known
+            pattern = _RAW_TEXT_END.get(closer) or _LITERAL_CLOSERS[closer]
+            known = (position, limit, pattern.search(text, position, limit))
+            closings[closer] = known
         return None if known[2] is None else known[2].end()
 
     spans: list[tuple[int, int]] = []
@@ -120,8 +123,8 @@ def inert_spans(text: str, raw_html_at: Callable[[int], bool] | None = None) -> 
             limit = limit_for(start)
             if in_markdown(start) and tag_end(position, limit) is None:
                 continue  # a start tag never ended: text
-            closing = closing_tag(event[1:].casefold(), position, limit)
-            end = limit if closing is None else closing
+            closed_at = closing(event[1:].casefold(), position, limit)
+            end = limit if closed_at is None else closed_at
             # Read on inside it: a tag there (a browser reads them in `<pre>`) holding a
             # closer is a place of its own, when an opener is in there too.
             spans.append((start, end))
@@ -132,11 +135,10 @@ def inert_spans(text: str, raw_html_at: Callable[[int], bool] | None = None) -> 
         elif event[1] in "?!/":  # a browser's bogus comment, to the first `>`
             # CDATA is one in a browser, but runs to `]]>` in CommonMark: the longer wins.
             limit = limit_for(start)
-            closer = "]]>" if text.startswith("<![CDATA[", start) else ">"
-            closing_at = text.find(closer, position, limit)
-            if closing_at == -1 and in_markdown(start):
+            closed_at = closing("]]>" if text.startswith("<![CDATA[", start) else ">", position, limit)
+            if closed_at is None and in_markdown(start):
                 continue
-            end = limit if closing_at == -1 else closing_at + len(closer)
+            end = limit if closed_at is None else closed_at
             spans.append((start, end))
             position = end
         else:
