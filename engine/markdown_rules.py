@@ -64,6 +64,8 @@ _CODE_SPAN_MEMO_ENV_KEY = "gm_code_span_memo"
 # not: escapes, links and images, entities, inline HTML (the name comparison itself drops
 # emphasis, strikethrough and code markers and reads underscores as spaces).
 PARSED_TEXT_MAY_DIFFER = re.compile(r"[\\\[\]!&<]")
+_CONTAINERS_OPENING = frozenset({"blockquote_open", "list_item_open"})
+_CONTAINERS_CLOSING = frozenset({"blockquote_close", "list_item_close"})
 # Block rules that a GM container or secret section may interrupt, like a fence can.
 _INTERRUPTS = ["paragraph", "reference", "blockquote", "list"]
 
@@ -358,6 +360,8 @@ class _OpenHeading:
     token: Token
     start: int
     level: int
+    # Quote and list depth where its start tag is.
+    depth: int
     # Blocks kept since that showed no text (a `<script>`, a thematic break): in the
     # section too, if it is one.
     since: list[Token] = field(default_factory=list)
@@ -379,10 +383,11 @@ class _Stripper:
         self.stack: list[Frame] = []
         # Level of the GM heading whose section is being cut, if any.
         self._cut_level: int | None = None
-        # Quote and list nesting of the block being read, and of the one where the cut
-        # began: a heading nested deeper (a handout quoted under `## GM`) ends nothing.
-        self.nesting = 0
-        self.cut_nesting = 0
+        # Quotes and list items open around the block being read, and the fewest around
+        # the GM headings of the cut: a heading nested deeper (a handout quoted under
+        # `## GM`) ends nothing.
+        self.depth = 0
+        self.cut_depth = 0
         # The setext heading that ended a cut: its lines but the last were under it.
         self.setext_after_cut: Token | None = None
         self.open_heading: _OpenHeading | None = None
@@ -428,8 +433,8 @@ class _Stripper:
 
     @cut_level.setter
     def cut_level(self, level: int | None) -> None:
-        if self._cut_level is None and level is not None:
-            self.cut_nesting = self.nesting
+        if level is not None:
+            self.cut_depth = self.depth if self._cut_level is None else min(self.cut_depth, self.depth)
         self._cut_level = level
 
     @property
@@ -438,7 +443,10 @@ class _Stripper:
 
     def _keep(self, token: Token, previous: Token | None) -> bool:
         hidden = self._hidden
-        self.nesting = token.level if token.type != "inline" else token.level - 1
+        if token.type in _CONTAINERS_OPENING:
+            self.depth += 1
+        elif token.type in _CONTAINERS_CLOSING:
+            self.depth -= 1
         if token.type == REMOVED_BLOCK:
             self.stack.extend(token.meta["stack"])
             return False
@@ -450,7 +458,7 @@ class _Stripper:
             # A heading ends the cut only if it is really there, not inside a comment or
             # in an attribute value or raw text opened before it.
             ends_cut = self.cut_level is not None and not self.stack and level <= self.cut_level
-            if ends_cut and token.level <= self.cut_nesting and not self._in_earlier(token):
+            if ends_cut and self.depth <= self.cut_depth and not self._in_earlier(token):
                 self.cut_level = None
                 if token.markup in ("=", "-"):
                     self.setext_after_cut = token
@@ -522,7 +530,8 @@ class _Stripper:
             if self.cut_level is None:
                 kept.append(html[position : heading.start])
             position = heading.start
-            if self.cut_level is not None and heading.closed and heading.level <= self.cut_level:
+            ends_cut = self.cut_level is not None and heading.closed and heading.level <= self.cut_level
+            if ends_cut and self.depth <= self.cut_depth:
                 if browser_headings is None:
                     browser_headings = browser_heading_starts(html)
                 if heading.start in browser_headings and not self.source_inert.inside_earlier(
@@ -533,7 +542,7 @@ class _Stripper:
                 if verdict:
                     self.cut_level = heading.level
                 elif verdict is None:
-                    self.open_heading = _OpenHeading(token, sum(map(len, kept)), heading.level)
+                    self.open_heading = _OpenHeading(token, sum(map(len, kept)), heading.level, self.depth)
             elif heading.level < self.cut_level and verdict:
                 self.cut_level = heading.level
         if self.cut_level is None:
@@ -578,6 +587,7 @@ class _Stripper:
         self.open_heading = None
         if self.cut_level is None and (is_gm_heading_text(html_text(line)) or self._is_gm_heading(line)):
             self.cut_level = opened.level
+            self.cut_depth = opened.depth
             before = opened.token.content[: opened.start]
             opened.token.content = before if opened.token.type == "html_block" else before.rstrip()
             self.cut_after_open_heading.update(map(id, opened.since))
@@ -645,7 +655,16 @@ class _Stripper:
         if parent is not None and parent is self.setext_after_cut:
             # `## GM`, blank line, `secret`, `Recap`, `=====`: CommonMark makes one heading
             # of both lines; the author wrote `Recap` as the heading after the GM part.
-            kept = kept.rsplit("\n", 1)[-1]
+            # A GM heading among the lines before starts a section of its own, which the
+            # heading after it is in, unless it is of a higher level.
+            earlier, _, kept = kept.rpartition("\n")
+            levels = self._gm_heading_levels(earlier)
+            if levels:
+                self._cut_from(min(levels))
+                if self.cut_level is not None and self.cut_level < int(parent.tag[1:]):
+                    token.content = ""
+                    return
+                self.cut_level = None
         self._continue_open_heading(kept)
         in_cell = parent is not None and parent.type in ("th_open", "td_open")
         if is_heading and parent is not None and self._is_gm_heading(kept):
@@ -667,7 +686,7 @@ class _Stripper:
             token.content = ""
             return
         if judged is not None and judged[1] is None:
-            self.open_heading = _OpenHeading(token, judged[0].start, judged[0].level)
+            self.open_heading = _OpenHeading(token, judged[0].start, judged[0].level, self.depth)
         if found:
             offset, level = min(found)
             self._cut_from(level)
@@ -697,6 +716,13 @@ class _Stripper:
         )
         self.stack = result.stack
         return remove_ranges(token.content, result.removed).strip()
+
+    def _gm_heading_levels(self, text: str) -> list[int]:
+        """Levels of the GM headings written among the lines of a paragraph's `text`."""
+        line = gm_heading_line(text)
+        judged = self._html_heading_to_judge(text)
+        levels = [line[1]] if line is not None else []
+        return levels + ([judged[0].level] if judged is not None and judged[1] else [])
 
     def _html_heading_to_judge(self, text: str) -> tuple[HtmlHeading, bool | None] | None:
         """The first heading element in inline Markdown `text` that names a GM section

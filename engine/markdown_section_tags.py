@@ -1,8 +1,9 @@
 """Whether a `<section ...>` tag opens a Foundry secret section (contract section 6).
 
-The class attribute is read from two parses of the tag: one that skips quoted attribute
-values (which may hold `>`) and one that ends at the first `>` as a browser does when a
-quote is never closed, so a stray quote cannot hide the class from us. A tag is secret
+The class attribute is read from three parses of the tag: one that skips quoted attribute
+values (which may hold `>`), one that ends at the first `>` as a browser does when a
+quote is never closed, and one that, as a browser, takes a quote for a value's only after
+`=`, so a stray quote cannot hide the class from us. A tag is secret
 when either reading holds a class whose value names "secret" (`class="&#115;ecret"`
 included: a browser reads entities).
 
@@ -25,8 +26,11 @@ from engine.markdown_inert import MAX_TAG_LENGTH
 
 # The whole opening tag, with quoted attribute values (which may hold `>`) ...
 _SECTION_TAG = re.compile(r"<section(?:[^>\"']|\"[^\"]*\"|'[^']*')*>", re.IGNORECASE)
-# ... and, when a quote is never closed, up to the first `>` as a browser would.
+# ... and, when a quote is never closed, up to the first `>` as a browser would ...
 _SECTION_TAG_UNQUOTED = re.compile(r"<section[^>]*>", re.IGNORECASE)
+# ... and as a browser reads values: quoted only after `=` (`<section title=Bob's ...>`).
+# Atomic, so that a tag never ended costs one pass, not one per way to read its quotes.
+_SECTION_TAG_BROWSER = re.compile(r"<section(?>=\s*\"[^\"]*\"|=\s*'[^']*'|[^>])*+>", re.IGNORECASE)
 _CLASS_ATTRIBUTE = re.compile(r"""\bclass\s*=\s*(?:"([^"]*)"|'([^']*)'|([^\s"'=<>`]+))""", re.IGNORECASE)
 # Every place a class attribute starts, overlapping ones included: inside a long tag, a
 # class may start within another attribute's quoted value as one reading sees it.
@@ -48,8 +52,9 @@ def secret_section_tag_end(text: str, position: int, *, complete: bool = True) -
         return _long_tags(text).secret_tag_end(position, complete=complete)
     if quote_aware is None and not complete:
         return len(text)
-    naive = _SECTION_TAG_UNQUOTED.match(text, position, limit) if terminated else None
-    ends = [match.end() for match in (quote_aware, naive) if match and _has_secret_class(match.group())]
+    readings = (_SECTION_TAG_UNQUOTED, _SECTION_TAG_BROWSER) if terminated else ()
+    matches = [quote_aware, *(reading.match(text, position, limit) for reading in readings)]
+    ends = [match.end() for match in matches if match and _has_secret_class(match.group())]
     return max(ends) if ends else None
 
 

@@ -28,6 +28,8 @@ from engine.markdown_text import without_container_prefix
 SourcePosition = Callable[[int], int | None]
 # A fence opening line: a backtick fence's info string holds no backtick.
 _FENCE = re.compile(r" {0,3}(`{3,}(?=[^`]*$)|~{3,})")
+# An ordered list marker other than 1, which cannot interrupt a paragraph.
+_LIST_MARKER_NOT_ONE = re.compile(r" {0,3}(?!0*1[.)])\d{1,9}[.)](?:[ \t]|$)")
 # What ends the HTML blocks that end at a blank line (markdown-it's `^$`).
 _UNTIL_BLANK_LINE = "^$"
 
@@ -133,8 +135,12 @@ def _raw_html_lines(lines: list[str]) -> list[bool]:
     raw: list[bool] = []
     fence: _Fence | None = None
     html_end: re.Pattern[str] | None = None
+    in_paragraph = False
     for line in lines:
+        line = line.expandtabs(4)
         after_prefix = without_container_prefix(line)
+        if in_paragraph and _LIST_MARKER_NOT_ONE.match(line):
+            after_prefix = line  # only a list starting at 1 interrupts a paragraph
         content = after_prefix.lstrip(" ")
         if fence is not None and not fence.ended_by(line, after_prefix):
             raw.append(False)
@@ -155,9 +161,11 @@ def _raw_html_lines(lines: list[str]) -> list[bool]:
         if opened:
             fence = _Fence(opened.group(1), line[: len(line) - len(after_prefix)].count(">"), len(line) - len(content))
             raw.append(False)
+            in_paragraph = False
             continue
         start = next((sequence for sequence in HTML_SEQUENCES if sequence[0].search(content)), None)
         raw.append(start is not None)
+        in_paragraph = start is None and bool(content.strip())
         if start is not None and (start[1].pattern == _UNTIL_BLANK_LINE or not start[1].search(content)):
             html_end = start[1]
     return raw
