@@ -22,13 +22,27 @@ _INVISIBLE = re.compile(
     "\u17b4\u17b5\U0001d173-\U0001d17a\u2800]"
 )
 _UNICODE_SPACE = re.compile(r"[^\S\n]")
+
+
+def _letters(*code_points: int) -> str:
+    return "".join(map(chr, code_points))
+
+
 # Letters drawn like Latin ones that NFKC leaves apart: Cyrillic, Greek, Latin small
-# capitals (`## GM` written with a Cyrillic em, small capitals from a "fancy text" site). Letters
-# only: the cheap test of `folds_to_none_of` is asked about `#` and `:`.
+# capitals (`## GM` written with a Cyrillic em, small capitals from a "fancy text" site),
+# Lisu, Cherokee, Coptic. Letters only: the cheap test of `folds_to_none_of` is asked
+# about `#` and `:`.
 _LOOKALIKE_SCRIPTS = (
     ("АВСЕНІЈКМОРЅТХҮԀԌԚԜасеіјорѕхуԁһԛԝмтпк", "ABCEHIJKMOPSTXYDGQWaceijopsxydhqwmtnk"),  # Cyrillic
     ("ΑΒΕΖΗΙΚΜΝΟΡΤΥΧοναιεκ", "ABEZHIKMNOPTYXovaiek"),  # Greek
     ("ᴀʙᴄᴅᴇɢʜɪᴊᴋʟᴍɴᴏᴘʀꜱᴛᴜᴠᴡʏᴢɡ", "ABCDEGHIJKLMNOPRSTUVWYZg"),  # Latin small capitals, script g
+    (_letters(0xA4D0, 0xA4D1, 0xA4D3, 0xA4D4, 0xA4D6, 0xA4D7, 0xA4D9, 0xA4DA), "BPDTGKJC"),  # Lisu
+    (_letters(0xA4DC, 0xA4DF, 0xA4E0, 0xA4E1, 0xA4E2, 0xA4E3, 0xA4E6, 0xA4E7), "ZMNLSRVH"),
+    (_letters(0xA4EA, 0xA4EB, 0xA4EC, 0xA4EE, 0xA4F0, 0xA4F2, 0xA4F3), "WXYAEIO"),
+    (_letters(0x13A0, 0x13A2, 0x13AA, 0x13AB, 0x13AC, 0x13B3, 0x13B7, 0x13BB, 0x13C0), "DTAJEWMHG"),  # Cherokee
+    (_letters(0x13C3, 0x13D2, 0x13D9, 0x13DA, 0x13DE, 0x13DF, 0x13E2, 0x13E6, 0x13F4), "ZRVSLCPKB"),
+    (_letters(0x2C80, 0x2C81, 0x2C88, 0x2C8E, 0x2C92, 0x2C94, 0x2C98, 0x2C9A, 0x2C9E), "AaEHIKMNO"),  # Coptic
+    (_letters(0x2C9F, 0x2CA2, 0x2CA3, 0x2CA4, 0x2CA5, 0x2CA6, 0x2CAC, 0x03FA), "oPpCcTXM"),  # and Greek San
 )
 _LOOKALIKE_LETTERS = str.maketrans(
     "".join(letters for letters, _ in _LOOKALIKE_SCRIPTS), "".join(latin for _, latin in _LOOKALIKE_SCRIPTS)
