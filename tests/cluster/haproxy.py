@@ -95,7 +95,15 @@ class HAProxy:
 
     def wait_for(self, expected: dict[str, str], *, timeout: float = 20.0) -> None:
         deadline = time.monotonic() + timeout
-        while (states := self.states()) != expected:
+        while True:
+            try:
+                states: dict[str, str] | None = self.states()
+            except OSError:
+                # HAProxy binds its stats socket under a temporary name and renames it,
+                # which may come just after its front port accepts connections.
+                states = None
+            if states == expected:
+                return
             if time.monotonic() > deadline:
                 raise AssertionError(f"HAProxy sees {states}, expected {expected}")
             time.sleep(0.1)
