@@ -23,8 +23,8 @@ from collections.abc import Callable, Sequence
 
 from engine.html_tag_ends import tag_ends
 
-# Longest `<section` tag read attribute by attribute for its class (engine/markdown_regions.py):
-# enough for long style attributes, and many tags without a `>` still cost linear time.
+# How far a `<section` tag is read by regular expressions for its class before the index
+# of engine/markdown_section_tags.py takes over, and the window a glued opener is read in.
 MAX_TAG_LENGTH = 4096
 
 # (closer's offset, offset of the opener of its region or -1 when it is before the text)

@@ -45,10 +45,8 @@ class SourceInert:
             self.line_starts.append(offset)
             offset += len(line) + 1
         self.raw_html_lines = _raw_html_lines(self.lines)
-        places = inert_spans(source, self.in_raw_html)
-        self.spans = places.merged
-        self.span_starts = places.starts
-        self.inert = places.inert
+        self.places = inert_spans(source, self.in_raw_html)
+        self.inert = self.places.inert
         self._last_positions: tuple[tuple[int, int, str], SourcePosition] | None = None
 
     def test_for(self, line_map: list[int] | None, text: str, own: InertTest) -> InertTest:
@@ -87,8 +85,8 @@ class SourceInert:
         return self.raw_html_lines[bisect_right(self.line_starts, source_at) - 1]
 
     def _inside_earlier(self, source_at: int) -> bool:
-        index = bisect_right(self.span_starts, source_at) - 1
-        return index >= 0 and self.spans[index][0] < source_at < self.spans[index][1]
+        index = bisect_right(self.places.starts, source_at) - 1
+        return index >= 0 and self.places.merged[index][0] < source_at < self.places.merged[index][1]
 
     def _positions(self, line_map: list[int], text: str) -> SourcePosition:
         # Asked once per heading of a block: the last block's positions are kept.
