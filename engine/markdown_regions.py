@@ -307,6 +307,10 @@ class _Scanner:
     def _inert_comment_closer(self, found: int, closer: str) -> bool:
         # Inside an HTML comment nothing is a tag: a "tag" or bogus comment that the
         # `-->` itself ends (`if hp<half -->`, `<?x -->`) holds it no more than text does.
+        # An autolink it ends does (`<http://x/-->`): its `--` are the end of a link's
+        # destination, which the author may have meant as one.
+        if closer == "-->" and _ends_autolink(self.text, found):
+            return True
         return self._inert(found) and (closer != "-->" or self._inert(found + len(closer)))
 
     def _inert(self, closer_at: int) -> bool:
@@ -523,3 +527,18 @@ class _Scanner:
                     self.stack.append(Frame(FrameKind.SECTION, 1, opened_at=start))
                     return tag_end
         return line_end
+
+
+# A URI autolink up to its last character before `>` (CommonMark: a scheme of 2 to 32
+# characters, a colon, then anything but controls, spaces, `<` and `>`).
+_AUTOLINK_BODY = re.compile(r"[A-Za-z][A-Za-z0-9+.\-]{1,31}:[^\x00-\x20<>]*")
+
+
+def _ends_autolink(text: str, closer_at: int) -> bool:
+    """Whether the `>` of a `-->` at `closer_at` is the end of a URI autolink."""
+    # Back to the nearest character an autolink cannot hold: each `-->` looks back only
+    # over its own run of such characters, so the scan stays linear.
+    start = closer_at
+    while start > 0 and text[start - 1] not in "<>" and text[start - 1] > " ":
+        start -= 1
+    return start > 0 and text[start - 1] == "<" and _AUTOLINK_BODY.fullmatch(text, start, closer_at + 2) is not None
