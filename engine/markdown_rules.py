@@ -650,6 +650,9 @@ class _Stripper:
         line_start = setext or (parent is not None and parent.type == "paragraph_open")
         if self.stack or not opens_nothing(token.content):
             kept = self._scan_inline(token, line_start)
+            if line_start and kept != token.content.strip():
+                # Something was removed: its removal may have glued an opening line.
+                kept = self._open_glued_containers(kept)
         else:
             kept = token.content.strip()
         if parent is not None and parent is self.setext_after_cut:
@@ -692,6 +695,20 @@ class _Stripper:
             self._cut_from(level)
             kept = kept[:offset].rstrip()
         token.content = kept
+
+    def _open_glued_containers(self, kept: str) -> str:
+        """`kept` without a GM container whose opening line removing a part glued
+        together (`%% x %%:::gm`, `:::g<!-- x -->m`): the line reads as one once the part
+        is gone, and so it opens one here, as it would when the output is read again."""
+        offset = _glued_container_line(kept)
+        if offset is None:
+            return kept
+        _, code = _parse_inline(self.state.md, kept, self.block_references)
+        # The scan opens the container at that line and runs to its closer, nesting what
+        # opens after it; what opened later in the token (and ran to its end) stays above.
+        result = scan(kept, [], ScanOptions(code=code, escapes=True, inert=_inert_test(kept, raw_html=False)), offset)
+        self.stack = result.stack + self.stack
+        return remove_ranges(kept, result.removed).strip()
 
     def _scan_inline(self, token: Token, line_start: bool) -> str:
         """The content of an inline token without its GM-only ranges."""
@@ -746,6 +763,17 @@ class _Stripper:
             return False
         children, _ = _parse_inline(self.state.md, content, self.block_references)
         return is_gm_heading_text(_plain_text(children))
+
+
+def _glued_container_line(kept: str) -> int | None:
+    """Offset of the first line of a paragraph's kept text that reads as a GM container's
+    opening line (markdown-it took any such line of its source for one already)."""
+    offset = 0
+    for line in kept.split("\n"):
+        if container_opener(line.lstrip(" \t"), look_alike_markers=True):
+            return offset
+        offset += len(line) + 1
+    return None
 
 
 def _inert_test(text: str, *, raw_html: bool) -> InertTest:
