@@ -21,6 +21,8 @@ import re
 from bisect import bisect_right
 from collections.abc import Callable, Sequence
 
+from markdown_it.rules_block.html_block import HTML_SEQUENCES
+
 from engine.html_tag_ends import tag_ends
 
 # How far a `<section` tag is read by regular expressions for its class before the index
@@ -151,6 +153,67 @@ def inert_spans(text: str, raw_html_at: Callable[[int], bool] | None = None) -> 
             spans.append((start, end))
             position = end
     return InertSpans(spans)
+
+
+# Elements that bound the scope of an end tag in a browser (td, th and caption are inside
+# a table; SVG and MathML stand for their text integration points, erring toward hiding):
+# a `</section>` inside one opened after the section, and still open, ends nothing.
+_SCOPE_BOUNDARIES = ("table", "object", "applet", "marquee", "template", "svg", "math")
+_SCOPE_BOUNDARY_TAGS = re.compile(rf"<(/?)({'|'.join(_SCOPE_BOUNDARIES)})(?=[\s/>])", re.I)
+
+
+# A GFM table's delimiter row (`|---|:-:|`), after any quote or list markers, and a blank
+# line, which ends the table.
+_DELIMITER_ROW = re.compile(
+    r"^(?:[ \t]*(?:>|[-*+]|\d{1,9}[.)])(?=[ \t]))*[ \t]*\|?(?:[ \t]*:?-+:?[ \t]*\|)+(?:[ \t]*:?-+:?)?[ \t]*$",
+    re.M,
+)
+_QUOTE_MARKERS = re.compile(r"^(?:[ \t]*>)*[ \t]*")
+# What starts a block that ends a table (a list item, a heading, a quote, a fence, a
+# thematic break), besides a blank line and an HTML block that may interrupt a paragraph.
+_ENDS_A_TABLE = re.compile(r"$|(?:[-*+]|\d{1,9}[.)]|#{1,6})(?:[ \t]|$)|>|```|~~~|(?:\*[ \t]*){3,}$|(?:_[ \t]*){3,}$")
+_INTERRUPTING_HTML_BLOCKS = [opening for opening, _, interrupts in HTML_SEQUENCES if interrupts]
+
+
+def scope_boundaries(text: str, *, markdown_tables: bool = False) -> InertSpans:
+    """The elements of `text` that bound an end tag's scope, each from its start tag to its
+    end tag (counted per name, so nested tables pair up), or to the end of `text`; with
+    `markdown_tables` (raw Markdown lines), GFM tables too, from their header row to the
+    next blank line (erring toward a table: a `</section>` in a cell ends nothing)."""
+    spans = _markdown_tables(text) if markdown_tables else []
+    open_at: dict[str, list[int]] = {}
+    for match in _SCOPE_BOUNDARY_TAGS.finditer(text):
+        starts = open_at.setdefault(match.group(2).casefold(), [])
+        if not match.group(1):
+            starts.append(match.start())
+        elif starts:
+            spans.append((starts.pop(), match.end()))
+    spans.extend((start, len(text)) for starts in open_at.values() for start in starts)
+    return InertSpans(spans)
+
+
+def _markdown_tables(text: str) -> list[tuple[int, int]]:
+    spans: list[tuple[int, int]] = []
+    for row in _DELIMITER_ROW.finditer(text):
+        if spans and row.start() < spans[-1][1]:
+            continue  # a row of the table just found: each line is read once
+        header_start = text.rfind("\n", 0, max(row.start() - 1, 0)) + 1
+        spans.append((header_start, _table_end(text, row.end())))
+    return spans
+
+
+def _table_end(text: str, position: int) -> int:
+    """Where the table whose row ends at `position` ends: at the start of the first line
+    after it that is blank or starts a block that interrupts a table."""
+    while position < len(text):
+        line_start = position + 1
+        newline = text.find("\n", line_start)
+        line_end = len(text) if newline < 0 else newline
+        content = _QUOTE_MARKERS.sub("", text[line_start:line_end], count=1)
+        if _ENDS_A_TABLE.match(content) or any(opening.match(content) for opening in _INTERRUPTING_HTML_BLOCKS):
+            return line_start
+        position = line_end
+    return len(text)
 
 
 class InertSpans:

@@ -37,7 +37,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, replace
 from enum import Enum
 
-from engine.markdown_inert import MAX_TAG_LENGTH, InertTest, never_inert
+from engine.markdown_inert import MAX_TAG_LENGTH, InertSpans, InertTest, never_inert, scope_boundaries
 from engine.markdown_section_tags import secret_section_tag_end
 from engine.markdown_text import fold_lookalikes, folds_to_none_of, without_container_prefix
 
@@ -67,6 +67,10 @@ _LONGEST_GLUED_OPENER = len("<section")
 _COMMENT_OPENERS = re.compile(r"<!--|%%")
 
 
+# Offsets of open tags, innermost first: (offset, the tags around it).
+_TagLink = tuple[int, "_TagLink | None"]
+
+
 class FrameKind(Enum):
     HTML_COMMENT = "html_comment"
     OBSIDIAN_COMMENT = "obsidian_comment"
@@ -92,6 +96,10 @@ class Frame:
     # closes alike, so a reader that took that one for a closer and one that did not
     # disagree about every `%%` after it; the comment runs to the end of the document.
     unending: bool = False
+    # The nested `<section>` tags of a section opened in the text being scanned and still
+    # open, innermost first: an end tag is judged against the innermost one's place. (A
+    # linked list: nesting thousands deep stays linear.)
+    inner_tags: _TagLink | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -110,6 +118,10 @@ class ScanOptions:
     stop_when_closed: bool = False
     # Where a closer might not be markup (engine.markdown_inert): it closes nothing there.
     inert: InertTest = never_inert
+    # In a table cell's text, the number of regions open before its table: a browser
+    # ignores a `</section>` in a cell whose section was opened outside the table (the
+    # cell bounds the end tag's scope).
+    opened_outside_cell: int = 0
 
 
 @dataclass(frozen=True, slots=True)
@@ -205,6 +217,7 @@ class _Scanner:
         # Indented code in raw lines: after a blank line, a line indented 4+ is code.
         self.previous_blank = True
         self.in_indented_code = False
+        self.scope_boundaries: InertSpans | None = None  # read once a `</section>` needs it
 
     def run(self, start: int) -> ScanResult:
         text = self.text
@@ -232,7 +245,7 @@ class _Scanner:
 
     def _result(self, stopped_at: int | None = None) -> ScanResult:
         # Offsets do not carry over to the next text.
-        stack = [replace(frame, opened_at=-1) for frame in self.stack]
+        stack = [replace(frame, opened_at=-1, inner_tags=None) for frame in self.stack]
         return ScanResult(removed=self.removed, stack=stack, stopped_at=stopped_at)
 
     def _stopped(self) -> bool:
@@ -488,18 +501,35 @@ class _Scanner:
         scan goes on; None when the end tag is not surely one."""
         section = self.stack[index]
         if not match.group().startswith("</"):
-            self.stack[index] = replace(section, size=section.size + 1)
+            self.stack[index] = replace(section, size=section.size + 1, inner_tags=(match.start(), section.inner_tags))
             return match.end()
         rest = _END_TAG_REST.match(self.text, match.end())
-        if rest is None or self._inert(match.start()):
-            return None  # not an end tag, or not surely one
+        if rest is None or self._inert(match.start()) or self._out_of_scope(match.start(), index):
+            return None  # not an end tag, or not surely one, or one a browser ignores
         if section.size > 1:
-            self.stack[index] = replace(section, size=section.size - 1)
+            inner = section.inner_tags
+            self.stack[index] = replace(section, size=section.size - 1, inner_tags=None if inner is None else inner[1])
         elif index == -1:
             return self._pop(rest.end())
         else:
             del self.stack[index]
         return rest.end()
+
+    def _out_of_scope(self, end_tag_at: int, index: int) -> bool:
+        """Whether a browser ignores a `</section>` at `end_tag_at` for the section frame
+        at `index` of the stack: a table, an object, ... opened after its innermost open
+        tag is still open there, or the section was opened before the table the end tag
+        is in a cell of."""
+        if len(self.stack) + index < self.options.opened_outside_cell:
+            return True
+        section = self.stack[index]
+        if section.inner_tags is not None:
+            innermost = section.inner_tags[0]
+        else:  # opened in an earlier text, or the section's own tag
+            innermost = -1 if section.size > 1 else section.opened_at
+        if self.scope_boundaries is None:
+            self.scope_boundaries = scope_boundaries(self.text, markdown_tables=self.options.fences)
+        return self.scope_boundaries.inert(end_tag_at, innermost)
 
     def _inline_container(self, position: int) -> int:
         line_end = self._line_end(position)

@@ -64,6 +64,7 @@ _CODE_SPAN_MEMO_ENV_KEY = "gm_code_span_memo"
 # not: escapes, links and images, entities, inline HTML (the name comparison itself drops
 # emphasis, strikethrough and code markers and reads underscores as spaces).
 PARSED_TEXT_MAY_DIFFER = re.compile(r"[\\\[\]!&<]")
+_CELLS = frozenset({"th_open", "td_open"})
 _CONTAINERS_OPENING = frozenset({"blockquote_open", "list_item_open"})
 _CONTAINERS_CLOSING = frozenset({"blockquote_close", "list_item_close"})
 # Block rules that a GM container or secret section may interrupt, like a fence can.
@@ -381,6 +382,9 @@ class _Stripper:
         self.source_lines = state.src.split("\n")
         self.source_inert = source_inert_of(state)
         self.stack: list[Frame] = []
+        # How many of `stack` were open before the table being read (engine.markdown_regions:
+        # a `</section>` in its cells ends none of them in a browser).
+        self.opened_before_table = 0
         # Level of the GM heading whose section is being cut, if any.
         self._cut_level: int | None = None
         # Quotes and list items open around the block being read, and the fewest around
@@ -450,6 +454,8 @@ class _Stripper:
         if token.type == REMOVED_BLOCK:
             self.stack.extend(token.meta["stack"])
             return False
+        if token.type == "table_open":
+            self.opened_before_table = len(self.stack)
         if token.type == DROPPED_TEXT:
             self._read_dropped(token.content)
             return False
@@ -648,8 +654,9 @@ class _Stripper:
         is_heading = parent is not None and parent.type == "heading_open"
         setext = is_heading and parent is not None and parent.markup in ("=", "-")
         line_start = setext or (parent is not None and parent.type == "paragraph_open")
+        in_cell = parent is not None and parent.type in _CELLS
         if self.stack or not opens_nothing(token.content):
-            kept = self._scan_inline(token, line_start)
+            kept = self._scan_inline(token, line_start, in_cell=in_cell)
             if line_start and kept != token.content.strip():
                 # Something was removed: its removal may have glued an opening line.
                 kept = self._open_glued_containers(kept)
@@ -669,7 +676,6 @@ class _Stripper:
                     return
                 self.cut_level = None
         self._continue_open_heading(kept)
-        in_cell = parent is not None and parent.type in ("th_open", "td_open")
         if is_heading and parent is not None and self._is_gm_heading(kept):
             self._cut_from(int(parent.tag[1:]))
         # A GM heading markdown-it reads as the text of a paragraph, a setext heading or a
@@ -710,7 +716,7 @@ class _Stripper:
         self.stack = result.stack + self.stack
         return remove_ranges(kept, result.removed).strip()
 
-    def _scan_inline(self, token: Token, line_start: bool) -> str:
+    def _scan_inline(self, token: Token, line_start: bool, *, in_cell: bool) -> str:
         """The content of an inline token without its GM-only ranges."""
         code: list[tuple[int, int]] = []
         if "`" in token.content:
@@ -729,6 +735,7 @@ class _Stripper:
                 escapes=True,
                 line_start=line_start,
                 inert=self.source_inert.test_for(token.map, token.content, _inert_test(token.content, raw_html=False)),
+                opened_outside_cell=self.opened_before_table if in_cell else 0,
             ),
         )
         self.stack = result.stack
