@@ -156,9 +156,10 @@ def inert_spans(text: str, raw_html_at: Callable[[int], bool] | None = None) -> 
 
 
 # Elements that bound the scope of an end tag in a browser (td, th and caption are inside
-# a table; SVG and MathML stand for their text integration points, erring toward hiding):
-# a `</section>` inside one opened after the section, and still open, ends nothing.
-_SCOPE_BOUNDARIES = ("table", "object", "applet", "marquee", "template", "svg", "math")
+# a table; SVG and MathML stand for their text integration points, erring toward hiding),
+# and `<select>`, inside which it ignores end tags but its own: a `</section>` inside one
+# opened after the section, and still open, ends nothing.
+_SCOPE_BOUNDARIES = ("table", "object", "applet", "marquee", "template", "svg", "math", "select")
 _SCOPE_BOUNDARY_TAGS = re.compile(rf"<(/?)({'|'.join(_SCOPE_BOUNDARIES)})(?=[\s/>])", re.I)
 
 
