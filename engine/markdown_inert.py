@@ -20,6 +20,7 @@ from __future__ import annotations
 import re
 from bisect import bisect_right
 from collections.abc import Callable, Sequence
+from dataclasses import dataclass
 
 from markdown_it.rules_block.html_block import HTML_SEQUENCES
 
@@ -176,21 +177,44 @@ _ENDS_A_TABLE = re.compile(r"$|(?:[-*+]|\d{1,9}[.)]|#{1,6})(?:[ \t]|$)|>|```|~~~
 _INTERRUPTING_HTML_BLOCKS = [opening for opening, _, interrupts in HTML_SEQUENCES if interrupts]
 
 
-def scope_boundaries(text: str, *, markdown_tables: bool = False) -> InertSpans:
+# Elements bounding an end tag's scope left open in earlier texts: (name, how many),
+# sorted by name.
+OpenBoundaries = tuple[tuple[str, int], ...]
+
+
+@dataclass(frozen=True, slots=True)
+class ScopeBoundaries:
+    spans: InertSpans
+    unclosed: list[tuple[int, str]]
+    """(start, name) of the elements of the text still open at its end, in order."""
+    carried: dict[str, int]
+    """How many of each of those opened in earlier texts are still open at its end."""
+
+
+def scope_boundaries(text: str, *, markdown_tables: bool = False, open_before: OpenBoundaries = ()) -> ScopeBoundaries:
     """The elements of `text` that bound an end tag's scope, each from its start tag to its
-    end tag (counted per name, so nested tables pair up), or to the end of `text`; with
-    `markdown_tables` (raw Markdown lines), GFM tables too, from their header row to the
-    next blank line (erring toward a table: a `</section>` in a cell ends nothing)."""
+    end tag (counted per name, so nested tables pair up), or to the end of `text`; those
+    of `open_before` (opened in earlier texts) from its start. With `markdown_tables`
+    (raw Markdown lines), GFM tables too, from their header row to the next blank line
+    (erring toward a table: a `</section>` in a cell ends nothing)."""
     spans = _markdown_tables(text) if markdown_tables else []
+    carried = dict(open_before)
     open_at: dict[str, list[int]] = {}
     for match in _SCOPE_BOUNDARY_TAGS.finditer(text):
-        starts = open_at.setdefault(match.group(2).casefold(), [])
+        name = match.group(2).casefold()
+        starts = open_at.setdefault(name, [])
         if not match.group(1):
             starts.append(match.start())
         elif starts:
             spans.append((starts.pop(), match.end()))
-    spans.extend((start, len(text)) for starts in open_at.values() for start in starts)
-    return InertSpans(spans)
+        elif carried.get(name):
+            carried[name] -= 1
+            spans.append((0, match.end()))
+    unclosed = sorted((start, name) for name, starts in open_at.items() for start in starts)
+    spans.extend((start, len(text)) for start, _ in unclosed)
+    if any(carried.values()):
+        spans.append((0, len(text)))
+    return ScopeBoundaries(InertSpans(spans), unclosed, {name: count for name, count in carried.items() if count})
 
 
 def _markdown_tables(text: str) -> list[tuple[int, int]]:

@@ -33,11 +33,19 @@ from __future__ import annotations
 
 import re
 from bisect import bisect_right
+from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
 from enum import Enum
 
-from engine.markdown_inert import MAX_TAG_LENGTH, InertSpans, InertTest, never_inert, scope_boundaries
+from engine.markdown_inert import (
+    MAX_TAG_LENGTH,
+    InertTest,
+    OpenBoundaries,
+    ScopeBoundaries,
+    never_inert,
+    scope_boundaries,
+)
 from engine.markdown_section_tags import secret_section_tag_end
 from engine.markdown_text import fold_lookalikes, folds_to_none_of, without_container_prefix
 
@@ -100,6 +108,9 @@ class Frame:
     # open, innermost first: an end tag is judged against the innermost one's place. (A
     # linked list: nesting thousands deep stays linear.)
     inner_tags: _TagLink | None = None
+    # Elements bounding an end tag's scope (a `<table>`, ...) opened in earlier texts after
+    # the section's opening tag and still open: its end tags are ignored inside them.
+    open_boundaries: OpenBoundaries = ()
 
 
 @dataclass(frozen=True, slots=True)
@@ -217,7 +228,8 @@ class _Scanner:
         # Indented code in raw lines: after a blank line, a line indented 4+ is code.
         self.previous_blank = True
         self.in_indented_code = False
-        self.scope_boundaries: InertSpans | None = None  # read once a `</section>` needs it
+        # Read once a `</section>` needs them, for each set of elements left open before.
+        self.scope_boundaries: dict[OpenBoundaries, ScopeBoundaries] = {}
 
     def run(self, start: int) -> ScanResult:
         text = self.text
@@ -245,7 +257,10 @@ class _Scanner:
 
     def _result(self, stopped_at: int | None = None) -> ScanResult:
         # Offsets do not carry over to the next text.
-        stack = [replace(frame, opened_at=-1, inner_tags=None) for frame in self.stack]
+        stack = [
+            replace(frame, opened_at=-1, inner_tags=None, open_boundaries=self._boundaries_left_open(frame))
+            for frame in self.stack
+        ]
         return ScanResult(removed=self.removed, stack=stack, stopped_at=stopped_at)
 
     def _stopped(self) -> bool:
@@ -523,13 +538,27 @@ class _Scanner:
         if len(self.stack) + index < self.options.opened_outside_cell:
             return True
         section = self.stack[index]
-        if section.inner_tags is not None:
-            innermost = section.inner_tags[0]
-        else:  # opened in an earlier text, or the section's own tag
-            innermost = -1 if section.size > 1 else section.opened_at
-        if self.scope_boundaries is None:
-            self.scope_boundaries = scope_boundaries(self.text, markdown_tables=self.options.fences)
-        return self.scope_boundaries.inert(end_tag_at, innermost)
+        return self._boundaries(section).spans.inert(end_tag_at, _innermost_tag(section))
+
+    def _boundaries(self, section: Frame) -> ScopeBoundaries:
+        before = section.open_boundaries
+        known = self.scope_boundaries.get(before)
+        if known is None:
+            known = scope_boundaries(self.text, markdown_tables=self.options.fences, open_before=before)
+            self.scope_boundaries[before] = known
+        return known
+
+    def _boundaries_left_open(self, frame: Frame) -> OpenBoundaries:
+        """The scope-bounding elements opened after a section's opening tag and open at the
+        end of the text, carried to the next text (a `<table>` in a paragraph, its
+        `</section>` in the HTML block after it). Which of its nested tags they follow is
+        not carried: there, an end tag inside one ends nothing, erring toward hiding."""
+        if frame.kind is not FrameKind.SECTION or (not frame.open_boundaries and "<" not in self.text):
+            return ()
+        boundaries = self._boundaries(frame)
+        left_open = Counter(boundaries.carried)
+        left_open.update(name for start, name in boundaries.unclosed if start > frame.opened_at)
+        return tuple(sorted(left_open.items()))
 
     def _inline_container(self, position: int) -> int:
         line_end = self._line_end(position)
@@ -557,6 +586,14 @@ class _Scanner:
                     self.stack.append(Frame(FrameKind.SECTION, 1, opened_at=start))
                     return tag_end
         return line_end
+
+
+def _innermost_tag(section: Frame) -> int:
+    """Offset of a section's innermost open tag in the text being scanned; -1 when it is
+    in an earlier text."""
+    if section.inner_tags is not None:
+        return section.inner_tags[0]
+    return -1 if section.size > 1 else section.opened_at
 
 
 # A URI autolink up to its last character before `>` (CommonMark: a scheme of 2 to 32
