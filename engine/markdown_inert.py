@@ -20,7 +20,6 @@ from __future__ import annotations
 import re
 from bisect import bisect_right
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
 
 from markdown_it.rules_block.html_block import HTML_SEQUENCES
 
@@ -156,14 +155,6 @@ def inert_spans(text: str, raw_html_at: Callable[[int], bool] | None = None) -> 
     return InertSpans(spans)
 
 
-# Elements that bound the scope of an end tag in a browser (td, th and caption are inside
-# a table; SVG and MathML stand for their text integration points, erring toward hiding),
-# and `<select>`, inside which it ignores end tags but its own: a `</section>` inside one
-# opened after the section, and still open, ends nothing.
-_SCOPE_BOUNDARIES = ("table", "object", "applet", "marquee", "template", "svg", "math", "select")
-_SCOPE_BOUNDARY_TAGS = re.compile(rf"<(/?)({'|'.join(_SCOPE_BOUNDARIES)})(?=[\s/>])", re.I)
-
-
 # A GFM table's delimiter row (`|---|:-:|`), after any quote or list markers, and a blank
 # line, which ends the table.
 _DELIMITER_ROW = re.compile(
@@ -177,54 +168,16 @@ _ENDS_A_TABLE = re.compile(r"$|(?:[-*+]|\d{1,9}[.)]|#{1,6})(?:[ \t]|$)|>|```|~~~
 _INTERRUPTING_HTML_BLOCKS = [opening for opening, _, interrupts in HTML_SEQUENCES if interrupts]
 
 
-# Elements bounding an end tag's scope left open in earlier texts: (name, how many),
-# sorted by name.
-OpenBoundaries = tuple[tuple[str, int], ...]
-
-
-@dataclass(frozen=True, slots=True)
-class ScopeBoundaries:
-    spans: InertSpans
-    unclosed: list[tuple[int, str]]
-    """(start, name) of the elements of the text still open at its end, in order."""
-    carried: dict[str, int]
-    """How many of each of those opened in earlier texts are still open at its end."""
-
-
-def scope_boundaries(text: str, *, markdown_tables: bool = False, open_before: OpenBoundaries = ()) -> ScopeBoundaries:
-    """The elements of `text` that bound an end tag's scope, each from its start tag to its
-    end tag (counted per name, so nested tables pair up), or to the end of `text`; those
-    of `open_before` (opened in earlier texts) from its start. With `markdown_tables`
-    (raw Markdown lines), GFM tables too, from their header row to the next blank line
-    (erring toward a table: a `</section>` in a cell ends nothing)."""
-    spans = _markdown_tables(text) if markdown_tables else []
-    carried = dict(open_before)
-    open_at: dict[str, list[int]] = {}
-    for match in _SCOPE_BOUNDARY_TAGS.finditer(text):
-        name = match.group(2).casefold()
-        starts = open_at.setdefault(name, [])
-        if not match.group(1):
-            starts.append(match.start())
-        elif starts:
-            spans.append((starts.pop(), match.end()))
-        elif carried.get(name):
-            carried[name] -= 1
-            spans.append((0, match.end()))
-    unclosed = sorted((start, name) for name, starts in open_at.items() for start in starts)
-    spans.extend((start, len(text)) for start, _ in unclosed)
-    if any(carried.values()):
-        spans.append((0, len(text)))
-    return ScopeBoundaries(InertSpans(spans), unclosed, {name: count for name, count in carried.items() if count})
-
-
-def _markdown_tables(text: str) -> list[tuple[int, int]]:
+def markdown_tables(text: str) -> InertSpans:
+    """The GFM tables of raw Markdown lines, each from its header row to the next blank
+    line or block that interrupts it (erring toward a table)."""
     spans: list[tuple[int, int]] = []
     for row in _DELIMITER_ROW.finditer(text):
         if spans and row.start() < spans[-1][1]:
             continue  # a row of the table just found: each line is read once
         header_start = text.rfind("\n", 0, max(row.start() - 1, 0)) + 1
         spans.append((header_start, _table_end(text, row.end())))
-    return spans
+    return InertSpans(spans)
 
 
 def _table_end(text: str, position: int) -> int:

@@ -33,19 +33,11 @@ from __future__ import annotations
 
 import re
 from bisect import bisect_right
-from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
 from enum import Enum
 
-from engine.markdown_inert import (
-    MAX_TAG_LENGTH,
-    InertTest,
-    OpenBoundaries,
-    ScopeBoundaries,
-    never_inert,
-    scope_boundaries,
-)
+from engine.markdown_inert import MAX_TAG_LENGTH, InertSpans, InertTest, markdown_tables, never_inert
 from engine.markdown_section_tags import secret_section_tag_end
 from engine.markdown_text import fold_lookalikes, folds_to_none_of, without_container_prefix
 
@@ -64,7 +56,14 @@ _FENCE_OPENER = re.compile(r"(`{3,})[^`]*$|(~{3,})")
 # Where a comment or a section may start; `<section` must be followed by what can follow
 # a tag name so that `<sections>` is not one.
 _TOP_LEVEL_OPENERS = re.compile(r"<!--|%%|<section(?=[\s/>])", re.IGNORECASE)
-_SECTION_EVENTS = re.compile(r"<!--|%%|<section(?=[\s/>])|</section(?=[\s>])", re.IGNORECASE)
+# Elements that bound the scope of an end tag in a browser (td, th and caption are inside
+# a table; SVG and MathML stand for their text integration points, erring toward hiding),
+# and `<select>`, inside which it ignores end tags but its own: a `</section>` inside one
+# opened after the section's innermost open tag, and still open, ends nothing.
+_SCOPE_BOUNDARIES = "table|object|applet|marquee|template|svg|math|select"
+_SECTION_EVENTS = re.compile(
+    rf"<!--|%%|<section(?=[\s/>])|</section(?=[\s>])|</?(?:{_SCOPE_BOUNDARIES})(?=[\s/>])", re.IGNORECASE
+)
 # The rest of an end tag, which may run over a line break (`</section` newline `>`).
 _END_TAG_REST = re.compile(r"\s*>")
 # An ATX heading or a thematic break line, after its indentation.
@@ -75,8 +74,9 @@ _LONGEST_GLUED_OPENER = len("<section")
 _COMMENT_OPENERS = re.compile(r"<!--|%%")
 
 
-# Offsets of open tags, innermost first: (offset, the tags around it).
-_TagLink = tuple[int, "_TagLink | None"]
+# Open tags, innermost first: (offset, how many scope-bounding elements were open when it
+# opened, the tags around it).
+_TagLink = tuple[int, int, "_TagLink | None"]
 
 
 class FrameKind(Enum):
@@ -108,9 +108,9 @@ class Frame:
     # open, innermost first: an end tag is judged against the innermost one's place. (A
     # linked list: nesting thousands deep stays linear.)
     inner_tags: _TagLink | None = None
-    # Elements bounding an end tag's scope (a `<table>`, ...) opened in earlier texts after
-    # the section's opening tag and still open: its end tags are ignored inside them.
-    open_boundaries: OpenBoundaries = ()
+    # How many elements bounding an end tag's scope (a `<table>`, ...) opened inside a
+    # section are open: its end tags are ignored inside those opened after their tag.
+    open_boundaries: int = 0
 
 
 @dataclass(frozen=True, slots=True)
@@ -228,8 +228,7 @@ class _Scanner:
         # Indented code in raw lines: after a blank line, a line indented 4+ is code.
         self.previous_blank = True
         self.in_indented_code = False
-        # Read once a `</section>` needs them, for each set of elements left open before.
-        self.scope_boundaries: dict[OpenBoundaries, ScopeBoundaries] = {}
+        self.markdown_tables: InertSpans | None = None  # read once a `</section>` needs them
 
     def run(self, start: int) -> ScanResult:
         text = self.text
@@ -257,10 +256,7 @@ class _Scanner:
 
     def _result(self, stopped_at: int | None = None) -> ScanResult:
         # Offsets do not carry over to the next text.
-        stack = [
-            replace(frame, opened_at=-1, inner_tags=None, open_boundaries=self._boundaries_left_open(frame))
-            for frame in self.stack
-        ]
+        stack = [replace(frame, opened_at=-1, inner_tags=None) for frame in self.stack]
         return ScanResult(removed=self.removed, stack=stack, stopped_at=stopped_at)
 
     def _stopped(self) -> bool:
@@ -515,15 +511,19 @@ class _Scanner:
         then ends under the container, which goes on to its own closer). Returns where the
         scan goes on; None when the end tag is not surely one."""
         section = self.stack[index]
+        if not match.group().lower().startswith(("<section", "</section")):
+            self._scope_boundary(match, index)
+            return match.end()
         if not match.group().startswith("</"):
-            self.stack[index] = replace(section, size=section.size + 1, inner_tags=(match.start(), section.inner_tags))
+            nested = (match.start(), section.open_boundaries, section.inner_tags)
+            self.stack[index] = replace(section, size=section.size + 1, inner_tags=nested)
             return match.end()
         rest = _END_TAG_REST.match(self.text, match.end())
         if rest is None or self._inert(match.start()) or self._out_of_scope(match.start(), index):
             return None  # not an end tag, or not surely one, or one a browser ignores
         if section.size > 1:
             inner = section.inner_tags
-            self.stack[index] = replace(section, size=section.size - 1, inner_tags=None if inner is None else inner[1])
+            self.stack[index] = replace(section, size=section.size - 1, inner_tags=None if inner is None else inner[2])
         elif index == -1:
             return self._pop(rest.end())
         else:
@@ -538,27 +538,26 @@ class _Scanner:
         if len(self.stack) + index < self.options.opened_outside_cell:
             return True
         section = self.stack[index]
-        return self._boundaries(section).spans.inert(end_tag_at, _innermost_tag(section))
+        # Without its nested tags' counts (opened in an earlier text), any open one counts.
+        open_at_innermost = section.inner_tags[1] if section.inner_tags is not None else 0
+        if section.open_boundaries > open_at_innermost:
+            return True
+        if not self.options.fences:
+            return False
+        if self.markdown_tables is None:
+            self.markdown_tables = markdown_tables(self.text)
+        return self.markdown_tables.inert(end_tag_at, _innermost_tag(section))
 
-    def _boundaries(self, section: Frame) -> ScopeBoundaries:
-        before = section.open_boundaries
-        known = self.scope_boundaries.get(before)
-        if known is None:
-            known = scope_boundaries(self.text, markdown_tables=self.options.fences, open_before=before)
-            self.scope_boundaries[before] = known
-        return known
-
-    def _boundaries_left_open(self, frame: Frame) -> OpenBoundaries:
-        """The scope-bounding elements opened after a section's opening tag and open at the
-        end of the text, carried to the next text (a `<table>` in a paragraph, its
-        `</section>` in the HTML block after it). Which of its nested tags they follow is
-        not carried: there, an end tag inside one ends nothing, erring toward hiding."""
-        if frame.kind is not FrameKind.SECTION or (not frame.open_boundaries and "<" not in self.text):
-            return ()
-        boundaries = self._boundaries(frame)
-        left_open = Counter(boundaries.carried)
-        left_open.update(name for start, name in boundaries.unclosed if start > frame.opened_at)
-        return tuple(sorted(left_open.items()))
+    def _scope_boundary(self, match: re.Match[str], index: int) -> None:
+        """Count a scope-bounding start or end tag (`<table>`, `</table>`) in the section
+        frame at `index`: a start tag like an opener, wherever it might be markup (not
+        escaped), an end tag like a closer, only where it surely is."""
+        end_tag = match.group().startswith("</")
+        if self._escaped(match.start()) or (end_tag and self._inert(match.start())):
+            return
+        section = self.stack[index]
+        change = -1 if end_tag else 1
+        self.stack[index] = replace(section, open_boundaries=max(section.open_boundaries + change, 0))
 
     def _inline_container(self, position: int) -> int:
         line_end = self._line_end(position)
@@ -578,7 +577,7 @@ class _Scanner:
                 after = self._section_tag(match, -2)
                 if after is not None:
                     return after
-            elif not match.group().startswith("</"):
+            elif match.group().lower().startswith("<section"):
                 # A secret section opened inside a GM container runs to its own end tag,
                 # past the container's closer if that comes first (rule 4).
                 tag_end = secret_section_tag_end(self.text, start)
