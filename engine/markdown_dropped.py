@@ -14,17 +14,25 @@ cells); tests/engine/test_markdown_dropped.py fails if either changes behaviour.
 
 from __future__ import annotations
 
+import re
+
 from markdown_it import MarkdownIt
 from markdown_it.common.utils import mdTrim
 from markdown_it.rules_block import StateBlock
 from markdown_it.rules_block.table import escapedSplit, table
 from markdown_it.token import Token
 
+from engine.markdown_text import fold_lookalikes
+
 DROPPED_TEXT = "gm_dropped_text"
 # Container rules below this level cannot open a block whose content markdown-it drops:
 # a list at level maxNesting - 2 opens its item at maxNesting - 1, whose content is
 # still parsed. Deeper blocks are taken whole by `_too_deep_rule`.
 _NESTING_MARGIN = 2
+# Quote and list markers starting a line, any number of columns in: text cut out of deep
+# nesting keeps the indentation of the items nested in it (`    - ## GM`).
+_NESTED_MARKERS = re.compile(r"[ \t]*(?:(?:>|[-+*](?=[ \t])|\d{1,9}[.)](?=[ \t]))[ \t]*)+")
+_LIST_MARKER = re.compile(r"[-+*]|\d")
 
 
 def dropped_parts_plugin(md: MarkdownIt) -> None:
@@ -39,12 +47,14 @@ def _too_deep_rule(state: StateBlock, start_line: int, end_line: int, silent: bo
     if silent:
         return True
     # The block runs as far as markdown-it's own loop would go: to the first line
-    # indented less than the enclosing block (the end of a list item), blank lines aside.
+    # indented less than the enclosing block (the end of a list item), blank lines aside,
+    # unless that line continues the paragraph before it lazily: left out, it would be
+    # parsed again outside the nesting and published (`> > … > GM`, `==`, `secret`).
     last = start_line
     for line in range(start_line, end_line):
         if state.isEmpty(line):
             continue
-        if state.sCount[line] < state.blkIndent:
+        if state.sCount[line] < state.blkIndent and not (line == last + 1 and _continues_lazily(state, line, end_line)):
             break
         last = line
     token = state.push(DROPPED_TEXT, "", 0)
@@ -52,6 +62,41 @@ def _too_deep_rule(state: StateBlock, start_line: int, end_line: int, silent: bo
     token.content = state.getLines(start_line, last + 1, state.blkIndent, False)
     state.line = last + 1
     return True
+
+
+def _continues_lazily(state: StateBlock, line: int, end_line: int) -> bool:
+    """Whether `line`, right after a line of the dropped block, may be a lazy continuation
+    of a paragraph there: a quote marked it so, or no block that ends a paragraph starts
+    on it (markdown-it's paragraph rule; a block other than a paragraph before it only
+    makes the dropped part longer, which publishes nothing)."""
+    if state.sCount[line] < 0:
+        return True
+    parent_type = state.parentType
+    state.parentType = "paragraph"
+    try:
+        return not any(rule(state, line, end_line, True) for rule in state.md.block.ruler.getRules("paragraph"))
+    finally:
+        state.parentType = parent_type
+
+
+def dropped_blocks(text: str) -> list[str]:
+    """The lines of dropped `text`, look-alikes folded, flush left without their quote and
+    list markers, grouped by the block each starts: a list item, or a quote deeper or
+    shallower than the line before. A GM heading there reads as one however deep it is
+    nested (a setext one's text runs from its block's start, not from the items before)."""
+    blocks: list[list[str]] = [[]]
+    quotes = 0
+    for line in fold_lookalikes(text).split("\n"):
+        prefix = _NESTED_MARKERS.match(line)
+        if prefix is None:
+            # A lazy continuation line, or one indented inside its item.
+            blocks[-1].append(line.lstrip(" \t"))
+            continue
+        if _LIST_MARKER.search(prefix.group()) or prefix.group().count(">") != quotes:
+            blocks.append([])
+        quotes = prefix.group().count(">")
+        blocks[-1].append(line[prefix.end() :])
+    return ["\n".join(block) for block in blocks]
 
 
 def _table_rule(state: StateBlock, start_line: int, end_line: int, silent: bool) -> bool:

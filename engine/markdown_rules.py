@@ -28,7 +28,7 @@ from markdown_it.rules_inline import StateInline, backtick
 from markdown_it.token import Token
 
 from engine.html_tags import html_text, is_line_break
-from engine.markdown_dropped import DROPPED_TEXT, dropped_parts_plugin
+from engine.markdown_dropped import DROPPED_TEXT, dropped_blocks, dropped_parts_plugin
 from engine.markdown_headings import (
     HtmlHeading,
     browser_heading_starts,
@@ -640,9 +640,10 @@ class _Stripper:
         for heading, verdict in judged_html_headings(kept):
             if verdict:
                 self._cut_from(heading.level)
-        line = gm_heading_line(kept)
-        if line is not None:
-            self._cut_from(line[1])
+        for block in (kept, *dropped_blocks(kept)):
+            line = gm_heading_line(block)
+            if line is not None:
+                self._cut_from(line[1])
 
     def _strip_inline(self, token: Token, parent: Token | None) -> None:
         is_heading = parent is not None and parent.type == "heading_open"
