@@ -83,7 +83,8 @@ def dropped_blocks(text: str) -> list[str]:
     """The lines of dropped `text`, look-alikes folded, flush left without their quote and
     list markers, grouped by the block each starts: a list item, or a quote deeper or
     shallower than the line before. A GM heading there reads as one however deep it is
-    nested (a setext one's text runs from its block's start, not from the items before)."""
+    nested (a setext one's text runs from its block's start, not from the items before).
+    Then the cells of the table rows among them, one by one."""
     blocks: list[list[str]] = [[]]
     quotes = 0
     for line in fold_lookalikes(text).split("\n"):
@@ -96,7 +97,15 @@ def dropped_blocks(text: str) -> list[str]:
             blocks.append([])
         quotes = prefix.group().count(">")
         blocks[-1].append(line[prefix.end() :])
-    return ["\n".join(block) for block in blocks]
+    lines = [line for block in blocks for line in block]
+    return ["\n".join(block) for block in blocks] + _table_cells(lines)
+
+
+def _table_cells(lines: list[str]) -> list[str]:
+    """Every piece between pipes of `lines`, trimmed: the cells of a table nested too deep,
+    each read as a cell's text is (`| c | ## GM |`). A pipe that markdown-it would not cut
+    at (escaped, in code) only gives more pieces to read."""
+    return [cell.strip(" \t") for line in lines if "|" in line for cell in line.split("|")]
 
 
 def _table_rule(state: StateBlock, start_line: int, end_line: int, silent: bool) -> bool:

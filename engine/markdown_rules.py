@@ -637,10 +637,10 @@ class _Stripper:
         kept = remove_ranges(text, result.removed)
         self.stack = result.stack
         self._continue_open_heading(kept)
-        for heading, verdict in judged_html_headings(kept):
-            if verdict:
-                self._cut_from(heading.level)
         for block in (kept, *dropped_blocks(kept)):
+            for heading, verdict in judged_html_headings(block):
+                if verdict:
+                    self._cut_from(heading.level)
             line = gm_heading_line(block)
             if line is not None:
                 self._cut_from(line[1])
