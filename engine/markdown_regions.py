@@ -39,7 +39,7 @@ from enum import Enum
 
 from engine.markdown_inert import MAX_TAG_LENGTH, InertTest, never_inert
 from engine.markdown_section_tags import secret_section_tag_end
-from engine.markdown_text import fold_lookalikes, folds_to_none_of, without_container_prefix
+from engine.markdown_text import container_marker_count, fold_lookalikes, folds_to_none_of, without_container_prefix
 
 # A GM container opening line, after its indentation: `:::gm`, `::: DM`, `::::secret Title`,
 # `:::gm:`, or a Pandoc div of that class (`::: {.gm}`, `::: {#plot .secret}`). Besides the
@@ -92,6 +92,10 @@ class Frame:
     # closes alike, so a reader that took that one for a closer and one that did not
     # disagree about every `%%` after it; the comment runs to the end of the document.
     unending: bool = False
+    # A container's quote and list markers on its opening line, as written in the text
+    # scanned: a `:::` line nested deeper (`> :::` under a `:::gm` line) is inside a quote
+    # or list item of the container, and closes it for no reader that knows nesting.
+    markers: int = 0
 
 
 @dataclass(frozen=True, slots=True)
@@ -152,6 +156,17 @@ def container_opener(line: str, *, look_alike_markers: bool = False) -> re.Match
         return None
     folded = fold_lookalikes(line).lstrip(" ")
     return GM_CONTAINER_OPENER.match(without_container_prefix(folded) if look_alike_markers else folded)
+
+
+def _container_frame(opener: re.Match[str], line: str, *, opened_at: int = -1) -> Frame:
+    """The region a container opening `line` (indentation stripped) opens."""
+    return Frame(FrameKind.CONTAINER, len(opener.group(1)), opened_at=opened_at, markers=container_marker_count(line))
+
+
+def _closes(closer: re.Match[str], line: str, container: Frame) -> bool:
+    """Whether a closing `line` (indentation stripped) ends `container`: as many colons,
+    and no deeper in quotes and list items than its opening line."""
+    return len(closer.group(1)) >= container.size and container_marker_count(line) <= container.markers
 
 
 def _container_closer(line: str) -> re.Match[str] | None:
@@ -342,14 +357,14 @@ class _Scanner:
                 # container under it, and the section goes on to its end tag.
                 closer = _container_closer(without_container_prefix(stripped))
                 surely_markup = not self._inert(position + len(line) - len(stripped))
-                if closer and indent <= 3 and len(closer.group(1)) >= below.size and surely_markup:
+                if closer and indent <= 3 and _closes(closer, stripped, below) and surely_markup:
                     del self.stack[-2]
                     return after
             # Rule 1 is about lines: a GM container opened inside a secret section runs to
             # its own closer, even past the section's end tag.
             opener = container_opener(without_container_prefix(stripped), look_alike_markers=True)
             if opener:
-                self.stack.append(Frame(FrameKind.CONTAINER, len(opener.group(1)), opened_at=position))
+                self.stack.append(_container_frame(opener, stripped, opened_at=position))
                 return None
         if top is not None and top.kind is not FrameKind.FENCE and self.in_indented_code:
             return after  # code: no closer here is markup
@@ -357,7 +372,7 @@ class _Scanner:
             opener = container_opener(without_container_prefix(stripped), look_alike_markers=True)
             if opener:
                 # The rest of the line is still scanned: a comment opened on it nests.
-                self._push(Frame(FrameKind.CONTAINER, len(opener.group(1))), position)
+                self._push(_container_frame(opener, stripped), position)
             return None
         if top.kind is FrameKind.FENCE:
             indent, stripped = _indentation(without_container_prefix(line))
@@ -370,14 +385,14 @@ class _Scanner:
             closer = _container_closer(without_container_prefix(stripped))
             if closer:
                 surely_markup = not self._inert(position + len(line) - len(stripped))
-                if indent <= 3 and len(closer.group(1)) >= top.size and surely_markup:
+                if indent <= 3 and _closes(closer, stripped, top) and surely_markup:
                     self._pop(after)
                 return after
             if self._open_fence(line):
                 return after
             nested = _NESTED_CONTAINER_OPENER.match(without_container_prefix(stripped))
             if nested:
-                self.stack.append(Frame(FrameKind.CONTAINER, len(nested.group(1)), opened_at=position))
+                self.stack.append(_container_frame(nested, stripped, opened_at=position))
             return None
         # In raw lines a fence hides closers inside every region, comments included.
         if self._open_fence(line):
