@@ -133,6 +133,7 @@ def _with_dropped_cells(state: StateBlock, tokens: list[Token]) -> list[Token]:
                 dropped = Token(DROPPED_TEXT, "", 0)
                 dropped.map = list(row_open.map)
                 dropped.content = extra
+                dropped.meta = {"mid_row": True}
                 out.append(dropped)
         out.append(token)
     return out

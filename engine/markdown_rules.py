@@ -43,6 +43,7 @@ from engine.markdown_regions import (
     Frame,
     FrameKind,
     ScanOptions,
+    ScanResult,
     container_opener,
     escaped,
     is_fence_closer,
@@ -451,7 +452,7 @@ class _Stripper:
             self.stack.extend(token.meta["stack"])
             return False
         if token.type == DROPPED_TEXT:
-            self._read_dropped(token.content)
+            self._read_dropped(token.content, mid_row=bool(token.meta.get("mid_row")))
             return False
         if token.type == "heading_open":
             level = int(token.tag[1:])
@@ -630,10 +631,17 @@ class _Stripper:
         token.content = kept if not kept or kept.endswith("\n") else kept.rstrip(" \t") + "\n"
         self.stack = result.stack
 
-    def _read_dropped(self, text: str) -> None:
+    def _read_dropped(self, text: str, *, mid_row: bool) -> None:
         """Text the parser dropped: never published, but its openers and GM headings
-        (Markdown or HTML) count."""
-        result = scan(text, self.stack, ScanOptions(fences=True, inert=_inert_test(text, raw_html=False)))
+        (Markdown or HTML) count. Cells beyond a table's header (`mid_row`) are read both
+        at a line's start and after the pipe they follow, and the reading leaving more
+        regions open wins: `:::gm` there opens, `:::` there closes nothing."""
+        result = self._scan_dropped(text)
+        if mid_row:
+            in_row = self._scan_dropped("|" + text)
+            if len(in_row.stack) > len(result.stack):
+                result = in_row
+                text = "|" + text
         kept = remove_ranges(text, result.removed)
         self.stack = result.stack
         self._continue_open_heading(kept)
@@ -644,6 +652,9 @@ class _Stripper:
             line = gm_heading_line(block)
             if line is not None:
                 self._cut_from(line[1])
+
+    def _scan_dropped(self, text: str) -> ScanResult:
+        return scan(text, self.stack, ScanOptions(fences=True, inert=_inert_test(text, raw_html=False)))
 
     def _strip_inline(self, token: Token, parent: Token | None) -> None:
         is_heading = parent is not None and parent.type == "heading_open"
