@@ -205,9 +205,10 @@ def _gm_atx_line(text: str) -> tuple[int, int] | None:
     return None
 
 
-# A line that may fold to a setext underline: no ASCII but `=`, `-`, spaces and container
-# markers (any other character may be a look-alike). Prose lines fail it at once.
-_MAY_HOLD_UNDERLINE = re.compile(r"^[ \t>*+.)0-9=\-\x80-\U0010ffff]+$", re.M)
+# A line that may fold to a setext underline: no ASCII but `=`, `-`, container markers and
+# what folds to a space (a tab, a vertical tab, a form feed, the separators \x1c-\x1f);
+# any other character may be a look-alike. Prose lines fail it at once.
+_MAY_HOLD_UNDERLINE = re.compile(r"^[ \t\x0b\x0c\x1c-\x1f>*+.)0-9=\-\x80-\U0010ffff]+$", re.M)
 _SETEXT_UNDERLINE = re.compile(r"[ \t]*(=+|-+)[ \t]*$")
 
 
