@@ -619,11 +619,13 @@ class _Stripper:
     def _cut_unclosed_fence(self, token: Token) -> None:
         """A fence never closed runs to the end of its container as code, but its author
         may have forgotten to close it before a GM part: from the first GM-only form in
-        it (opener or GM heading line) on, its content is removed."""
+        it (opener, GM heading line or GM heading element) on, its content is removed."""
         content = token.content
         result = scan(content, self.stack, self._raw_options(token, content))
         cut = min((start for start, _ in result.removed), default=len(content))
-        heading = gm_heading_line(content)
+        headings = [(heading.start, heading.level) for heading, verdict in judged_html_headings(content) if verdict]
+        line = gm_heading_line(content, after_any_line=True)
+        heading = min(headings + ([line] if line is not None else []), default=None)
         if heading is not None and heading[0] < cut:
             cut = heading[0]
             self.cut_level = heading[1]
