@@ -140,11 +140,12 @@ def _with_dropped_cells(state: StateBlock, tokens: list[Token]) -> list[Token]:
 
 
 def _cells_beyond(state: StateBlock, line: int, columns: int) -> str:
-    """The text of the cells of row `line` past the first `columns`, split as markdown-it does."""
+    """The text of the cells of row `line` past the first `columns`, split as markdown-it
+    does, one cell a line: each is read as a cell's text is, `:::gm` in any of them too."""
     text = mdTrim(state.src[state.bMarks[line] + state.tShift[line] : state.eMarks[line]])
     cells = escapedSplit(text)
     if cells and cells[0] == "":
         cells.pop(0)
     if cells and cells[-1] == "":
         cells.pop()
-    return "|".join(cells[columns:])
+    return "\n".join(cells[columns:])

@@ -640,10 +640,11 @@ class _Stripper:
         regions open wins: `:::gm` there opens, `:::` there closes nothing."""
         result = self._scan_dropped(text)
         if mid_row:
-            in_row = self._scan_dropped("|" + text)
+            # One cell a line: each after its pipe.
+            after_pipes = "|" + text.replace("\n", "\n|")
+            in_row = self._scan_dropped(after_pipes)
             if len(in_row.stack) > len(result.stack):
-                result = in_row
-                text = "|" + text
+                result, text = in_row, after_pipes
         kept = remove_ranges(text, result.removed)
         self.stack = result.stack
         self._continue_open_heading(kept)
