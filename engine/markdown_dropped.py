@@ -101,6 +101,12 @@ def dropped_blocks(text: str) -> list[str]:
     return ["\n".join(block) for block in blocks] + _table_cells(lines)
 
 
+def cells_one_a_line(text: str) -> str:
+    """`text` with each line holding a pipe cut into its cells, one a line, trimmed: the
+    rows of a table nested too deep, each cell read as a cell beyond a header is."""
+    return "\n".join("\n".join(_table_cells([line])) if "|" in line else line for line in text.split("\n"))
+
+
 def _table_cells(lines: list[str]) -> list[str]:
     """Every piece between pipes of `lines`, trimmed: the cells of a table nested too deep,
     each read as a cell's text is (`| c | ## GM |`). A pipe that markdown-it would not cut

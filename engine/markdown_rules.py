@@ -28,7 +28,7 @@ from markdown_it.rules_inline import StateInline, backtick
 from markdown_it.token import Token
 
 from engine.html_tags import html_text, is_line_break
-from engine.markdown_dropped import DROPPED_TEXT, dropped_blocks, dropped_parts_plugin
+from engine.markdown_dropped import DROPPED_TEXT, cells_one_a_line, dropped_blocks, dropped_parts_plugin
 from engine.markdown_headings import (
     HtmlHeading,
     browser_heading_starts,
@@ -635,16 +635,16 @@ class _Stripper:
 
     def _read_dropped(self, text: str, *, mid_row: bool) -> None:
         """Text the parser dropped: never published, but its openers and GM headings
-        (Markdown or HTML) count. Cells beyond a table's header (`mid_row`) are read both
-        at a line's start and after the pipe they follow, and the reading leaving more
-        regions open wins: `:::gm` there opens, `:::` there closes nothing."""
+        (Markdown or HTML) count. Cells beyond a table's header (`mid_row`, one a line)
+        are read both at a line's start and after the pipe they follow, and the reading
+        leaving more regions open wins: `:::gm` there opens, `:::` there closes nothing.
+        Table rows in text nested too deep are read as written and one cell a line."""
         result = self._scan_dropped(text)
-        if mid_row:
-            # One cell a line: each after its pipe.
-            after_pipes = "|" + text.replace("\n", "\n|")
-            in_row = self._scan_dropped(after_pipes)
-            if len(in_row.stack) > len(result.stack):
-                result, text = in_row, after_pipes
+        other = _other_dropped_reading(text, mid_row=mid_row)
+        if other != text:
+            other_result = self._scan_dropped(other)
+            if len(other_result.stack) > len(result.stack):
+                result, text = other_result, other
         kept = remove_ranges(text, result.removed)
         self.stack = result.stack
         self._continue_open_heading(kept)
@@ -771,6 +771,14 @@ def _inert_test(text: str, *, raw_html: bool) -> InertTest:
 
 def _in_markdown_text(position: int) -> bool:
     return False
+
+
+def _other_dropped_reading(text: str, *, mid_row: bool) -> str:
+    """Dropped `text` as it may also be read: cells beyond a header (one a line) each after
+    its pipe; table rows nested too deep one cell a line."""
+    if mid_row:
+        return "|" + text.replace("\n", "\n|")
+    return cells_one_a_line(text) if "|" in text else text
 
 
 def source_inert_of(state: StateBlock | StateCore) -> SourceInert:
