@@ -510,7 +510,7 @@ class _Stripper:
     def _raw_options(self, token: Token, text: str) -> ScanOptions:
         """How to scan a block's `text` as written, its closers judged in the whole source too."""
         own = _inert_test(text, raw_html=token.type == "html_block")
-        return ScanOptions(fences=True, inert=self.source_inert.test_for(token.map, text, own))
+        return ScanOptions(fences=True, inert=self.source_inert.test_for(token.map, text, own), depth=self.depth)
 
     def _in_earlier(self, token: Token) -> bool:
         """Whether a block starts inside an attribute value, raw text or the like opened
@@ -657,7 +657,8 @@ class _Stripper:
                 self._cut_from(line[1])
 
     def _scan_dropped(self, text: str) -> ScanResult:
-        return scan(text, self.stack, ScanOptions(fences=True, inert=_inert_test(text, raw_html=False)))
+        options = ScanOptions(fences=True, inert=_inert_test(text, raw_html=False), depth=self.depth)
+        return scan(text, self.stack, options)
 
     def _strip_inline(self, token: Token, parent: Token | None) -> None:
         is_heading = parent is not None and parent.type == "heading_open"
@@ -727,6 +728,7 @@ class _Stripper:
                 escapes=True,
                 line_start=line_start,
                 inert=self.source_inert.test_for(token.map, token.content, _inert_test(token.content, raw_html=False)),
+                depth=self.depth,
             ),
         )
         self.stack = result.stack
