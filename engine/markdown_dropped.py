@@ -14,17 +14,25 @@ cells); tests/engine/test_markdown_dropped.py fails if either changes behaviour.
 
 from __future__ import annotations
 
+import re
+
 from markdown_it import MarkdownIt
 from markdown_it.common.utils import mdTrim
 from markdown_it.rules_block import StateBlock
 from markdown_it.rules_block.table import escapedSplit, table
 from markdown_it.token import Token
 
+from engine.markdown_text import fold_lookalikes
+
 DROPPED_TEXT = "gm_dropped_text"
 # Container rules below this level cannot open a block whose content markdown-it drops:
 # a list at level maxNesting - 2 opens its item at maxNesting - 1, whose content is
 # still parsed. Deeper blocks are taken whole by `_too_deep_rule`.
 _NESTING_MARGIN = 2
+# Quote and list markers starting a line, any number of columns in: text cut out of deep
+# nesting keeps the indentation of the items nested in it (`    - ## GM`).
+_NESTED_MARKERS = re.compile(r"[ \t]*(?:(?:>|[-+*](?=[ \t])|\d{1,9}[.)](?=[ \t]))[ \t]*)+")
+_LIST_MARKER = re.compile(r"[-+*]|\d")
 
 
 def dropped_parts_plugin(md: MarkdownIt) -> None:
@@ -39,12 +47,14 @@ def _too_deep_rule(state: StateBlock, start_line: int, end_line: int, silent: bo
     if silent:
         return True
     # The block runs as far as markdown-it's own loop would go: to the first line
-    # indented less than the enclosing block (the end of a list item), blank lines aside.
+    # indented less than the enclosing block (the end of a list item), blank lines aside,
+    # unless that line continues the paragraph before it lazily: left out, it would be
+    # parsed again outside the nesting and published (`> > … > GM`, `==`, `secret`).
     last = start_line
     for line in range(start_line, end_line):
         if state.isEmpty(line):
             continue
-        if state.sCount[line] < state.blkIndent:
+        if state.sCount[line] < state.blkIndent and not (line == last + 1 and _continues_lazily(state, line, end_line)):
             break
         last = line
     token = state.push(DROPPED_TEXT, "", 0)
@@ -52,6 +62,56 @@ def _too_deep_rule(state: StateBlock, start_line: int, end_line: int, silent: bo
     token.content = state.getLines(start_line, last + 1, state.blkIndent, False)
     state.line = last + 1
     return True
+
+
+def _continues_lazily(state: StateBlock, line: int, end_line: int) -> bool:
+    """Whether `line`, right after a line of the dropped block, may be a lazy continuation
+    of a paragraph there: a quote marked it so, or no block that ends a paragraph starts
+    on it (markdown-it's paragraph rule; a block other than a paragraph before it only
+    makes the dropped part longer, which publishes nothing)."""
+    if state.sCount[line] < 0:
+        return True
+    parent_type = state.parentType
+    state.parentType = "paragraph"
+    try:
+        return not any(rule(state, line, end_line, True) for rule in state.md.block.ruler.getRules("paragraph"))
+    finally:
+        state.parentType = parent_type
+
+
+def dropped_blocks(text: str) -> list[str]:
+    """The lines of dropped `text`, look-alikes folded, flush left without their quote and
+    list markers, grouped by the block each starts: a list item, or a quote deeper or
+    shallower than the line before. A GM heading there reads as one however deep it is
+    nested (a setext one's text runs from its block's start, not from the items before).
+    Then the cells of the table rows among them, one by one."""
+    blocks: list[list[str]] = [[]]
+    quotes = 0
+    for line in fold_lookalikes(text).split("\n"):
+        prefix = _NESTED_MARKERS.match(line)
+        if prefix is None:
+            # A lazy continuation line, or one indented inside its item.
+            blocks[-1].append(line.lstrip(" \t"))
+            continue
+        if _LIST_MARKER.search(prefix.group()) or prefix.group().count(">") != quotes:
+            blocks.append([])
+        quotes = prefix.group().count(">")
+        blocks[-1].append(line[prefix.end() :])
+    lines = [line for block in blocks for line in block]
+    return ["\n".join(block) for block in blocks] + _table_cells(lines)
+
+
+def cells_one_a_line(text: str) -> str:
+    """`text` with each line holding a pipe cut into its cells, one a line, trimmed: the
+    rows of a table nested too deep, each cell read as a cell beyond a header is."""
+    return "\n".join("\n".join(_table_cells([line])) if "|" in line else line for line in text.split("\n"))
+
+
+def _table_cells(lines: list[str]) -> list[str]:
+    """Every piece between pipes of `lines`, trimmed: the cells of a table nested too deep,
+    each read as a cell's text is (`| c | ## GM |`). A pipe that markdown-it would not cut
+    at (escaped, in code) only gives more pieces to read."""
+    return [cell.strip(" \t") for line in lines if "|" in line for cell in line.split("|")]
 
 
 def _table_rule(state: StateBlock, start_line: int, end_line: int, silent: bool) -> bool:
@@ -79,17 +139,19 @@ def _with_dropped_cells(state: StateBlock, tokens: list[Token]) -> list[Token]:
                 dropped = Token(DROPPED_TEXT, "", 0)
                 dropped.map = list(row_open.map)
                 dropped.content = extra
+                dropped.meta = {"mid_row": True}
                 out.append(dropped)
         out.append(token)
     return out
 
 
 def _cells_beyond(state: StateBlock, line: int, columns: int) -> str:
-    """The text of the cells of row `line` past the first `columns`, split as markdown-it does."""
+    """The text of the cells of row `line` past the first `columns`, split as markdown-it
+    does, one cell a line: each is read as a cell's text is, `:::gm` in any of them too."""
     text = mdTrim(state.src[state.bMarks[line] + state.tShift[line] : state.eMarks[line]])
     cells = escapedSplit(text)
     if cells and cells[0] == "":
         cells.pop(0)
     if cells and cells[-1] == "":
         cells.pop()
-    return "|".join(cells[columns:])
+    return "\n".join(cells[columns:])

@@ -183,14 +183,16 @@ def text_before_heading_tag(html: str) -> tuple[str, bool]:
     return html_text(html if tag is None else html[: tag.start]), tag is not None
 
 
-def gm_heading_line(text: str) -> tuple[int, int] | None:
+def gm_heading_line(text: str, *, after_any_line: bool = False) -> tuple[int, int] | None:
     """(offset, level) of the first GM heading in raw `text` that reads as one only once
     look-alikes are folded and quote and list markers removed, None when there is none: an
     ATX line (`##`, a no-break space, `GM`), or setext lines (`GM` over fullwidth equals
     signs, or over `---` after a no-break space), whose text runs from the last blank line
-    or underline before its underline, as in a setext heading."""
+    or underline before its underline, as in a setext heading. With `after_any_line`, the
+    line just above an underline may also be that text alone: in a fence never closed,
+    any line may follow the closing fence its author forgot (`code`, `GM`, `===`)."""
     atx = None if folds_to_none_of(text, "#") else _gm_atx_line(text)
-    setext = _gm_setext_lines(text) if _MAY_HOLD_UNDERLINE.search(text) else None
+    setext = _gm_setext_lines(text, after_any_line) if _MAY_HOLD_UNDERLINE.search(text) else None
     found = [heading for heading in (atx, setext) if heading is not None]
     return min(found) if found else None
 
@@ -205,25 +207,32 @@ def _gm_atx_line(text: str) -> tuple[int, int] | None:
     return None
 
 
-# A line that may fold to a setext underline: no ASCII but `=`, `-`, spaces and container
-# markers (any other character may be a look-alike). Prose lines fail it at once.
-_MAY_HOLD_UNDERLINE = re.compile(r"^[ \t>*+.)0-9=\-\x80-\U0010ffff]+$", re.M)
+# A line that may fold to a setext underline: no ASCII but `=`, `-`, container markers and
+# what folds to a space (a tab, a vertical tab, a form feed, the separators \x1c-\x1f);
+# any other character may be a look-alike. Prose lines fail it at once.
+_MAY_HOLD_UNDERLINE = re.compile(r"^[ \t\x0b\x0c\x1c-\x1f>*+.)0-9=\-\x80-\U0010ffff]+$", re.M)
 _SETEXT_UNDERLINE = re.compile(r"[ \t]*(=+|-+)[ \t]*$")
 
 
-def _gm_setext_lines(text: str) -> tuple[int, int] | None:
-    # The lines since the last blank line or underline, and where the first of them starts.
+def _gm_setext_lines(text: str, after_any_line: bool) -> tuple[int, int] | None:
+    # The lines since the last blank line or underline, and where the first and the last
+    # of them start.
     run_start, run = 0, list[str]()
-    offset = 0
+    offset = last_start = 0
     for line in text.split("\n"):
         folded = without_container_prefix(fold_lookalikes(line)) if _MAY_HOLD_UNDERLINE.match(line) else None
         underline = _SETEXT_UNDERLINE.match(folded) if folded is not None else None
-        if underline and run and is_gm_heading_text(" ".join(map(_heading_text_of_line, run))):
-            return run_start, 1 if underline.group(1)[0] == "=" else 2
+        if underline and run:
+            level = 1 if underline.group(1)[0] == "=" else 2
+            if is_gm_heading_text(" ".join(map(_heading_text_of_line, run))):
+                return run_start, level
+            if after_any_line and is_gm_heading_text(_heading_text_of_line(run[-1])):
+                return last_start, level
         if underline or not line.strip():
             run_start, run = offset + len(line) + 1, []
         else:
             run.append(line)
+            last_start = offset
         offset += len(line) + 1
     return None
 

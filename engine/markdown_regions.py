@@ -39,7 +39,7 @@ from enum import Enum
 
 from engine.markdown_inert import MAX_TAG_LENGTH, InertSpans, InertTest, markdown_tables, never_inert
 from engine.markdown_section_tags import secret_section_tag_end
-from engine.markdown_text import fold_lookalikes, folds_to_none_of, without_container_prefix
+from engine.markdown_text import container_marker_count, fold_lookalikes, folds_to_none_of, without_container_prefix
 
 # A GM container opening line, after its indentation: `:::gm`, `::: DM`, `::::secret Title`,
 # `:::gm:`, or a Pandoc div of that class (`::: {.gm}`, `::: {#plot .secret}`). Besides the
@@ -111,6 +111,10 @@ class Frame:
     # How many elements bounding an end tag's scope (a `<table>`, ...) opened inside a
     # section are open: its end tags are ignored inside those opened after their tag.
     open_boundaries: int = 0
+    # A container's quote and list markers on its opening line, as written in the text
+    # scanned: a `:::` line nested deeper (`> :::` under a `:::gm` line) is inside a quote
+    # or list item of the container, and closes it for no reader that knows nesting.
+    markers: int = 0
 
 
 @dataclass(frozen=True, slots=True)
@@ -133,6 +137,10 @@ class ScanOptions:
     # ignores a `</section>` in a cell whose section was opened outside the table (the
     # cell bounds the end tag's scope).
     opened_outside_cell: int = 0
+    # Quotes and list items open around the text, beyond the markers its lines show: a
+    # container's closer nested deeper than its opener closes nothing, whether the
+    # parser stripped the markers (a quote's paragraph) or they are in the text.
+    depth: int = 0
 
 
 @dataclass(frozen=True, slots=True)
@@ -175,6 +183,18 @@ def container_opener(line: str, *, look_alike_markers: bool = False) -> re.Match
         return None
     folded = fold_lookalikes(line).lstrip(" ")
     return GM_CONTAINER_OPENER.match(without_container_prefix(folded) if look_alike_markers else folded)
+
+
+def _container_frame(opener: re.Match[str], line: str, depth: int, *, opened_at: int = -1) -> Frame:
+    """The region a container opening `line` (indentation stripped) at `depth` opens."""
+    markers = depth + container_marker_count(line)
+    return Frame(FrameKind.CONTAINER, len(opener.group(1)), opened_at=opened_at, markers=markers)
+
+
+def _closes(closer: re.Match[str], line: str, depth: int, container: Frame) -> bool:
+    """Whether a closing `line` (indentation stripped) at `depth` ends `container`: as
+    many colons, and no deeper in quotes and list items than its opening line."""
+    return len(closer.group(1)) >= container.size and depth + container_marker_count(line) <= container.markers
 
 
 def _container_closer(line: str) -> re.Match[str] | None:
@@ -370,14 +390,14 @@ class _Scanner:
                 # container under it, and the section goes on to its end tag.
                 closer = _container_closer(without_container_prefix(stripped))
                 surely_markup = not self._inert(position + len(line) - len(stripped))
-                if closer and indent <= 3 and len(closer.group(1)) >= below.size and surely_markup:
+                if closer and indent <= 3 and _closes(closer, stripped, self.options.depth, below) and surely_markup:
                     del self.stack[-2]
                     return after
             # Rule 1 is about lines: a GM container opened inside a secret section runs to
             # its own closer, even past the section's end tag.
             opener = container_opener(without_container_prefix(stripped), look_alike_markers=True)
             if opener:
-                self.stack.append(Frame(FrameKind.CONTAINER, len(opener.group(1)), opened_at=position))
+                self.stack.append(_container_frame(opener, stripped, self.options.depth, opened_at=position))
                 return None
         if top is not None and top.kind is not FrameKind.FENCE and self.in_indented_code:
             return after  # code: no closer here is markup
@@ -385,7 +405,7 @@ class _Scanner:
             opener = container_opener(without_container_prefix(stripped), look_alike_markers=True)
             if opener:
                 # The rest of the line is still scanned: a comment opened on it nests.
-                self._push(Frame(FrameKind.CONTAINER, len(opener.group(1))), position)
+                self._push(_container_frame(opener, stripped, self.options.depth), position)
             return None
         if top.kind is FrameKind.FENCE:
             indent, stripped = _indentation(without_container_prefix(line))
@@ -398,14 +418,14 @@ class _Scanner:
             closer = _container_closer(without_container_prefix(stripped))
             if closer:
                 surely_markup = not self._inert(position + len(line) - len(stripped))
-                if indent <= 3 and len(closer.group(1)) >= top.size and surely_markup:
+                if indent <= 3 and _closes(closer, stripped, self.options.depth, top) and surely_markup:
                     self._pop(after)
                 return after
             if self._open_fence(line):
                 return after
             nested = _NESTED_CONTAINER_OPENER.match(without_container_prefix(stripped))
             if nested:
-                self.stack.append(Frame(FrameKind.CONTAINER, len(nested.group(1)), opened_at=position))
+                self.stack.append(_container_frame(nested, stripped, self.options.depth, opened_at=position))
             return None
         # In raw lines a fence hides closers inside every region, comments included.
         if self._open_fence(line):

@@ -28,7 +28,7 @@ from markdown_it.rules_inline import StateInline, backtick
 from markdown_it.token import Token
 
 from engine.html_tags import html_text, is_line_break
-from engine.markdown_dropped import DROPPED_TEXT, dropped_parts_plugin
+from engine.markdown_dropped import DROPPED_TEXT, cells_one_a_line, dropped_blocks, dropped_parts_plugin
 from engine.markdown_headings import (
     HtmlHeading,
     browser_heading_starts,
@@ -43,6 +43,7 @@ from engine.markdown_regions import (
     Frame,
     FrameKind,
     ScanOptions,
+    ScanResult,
     container_opener,
     escaped,
     is_fence_closer,
@@ -457,7 +458,7 @@ class _Stripper:
         if token.type == "table_open":
             self.opened_before_table = len(self.stack)
         if token.type == DROPPED_TEXT:
-            self._read_dropped(token.content)
+            self._read_dropped(token.content, mid_row=bool(token.meta.get("mid_row")))
             return False
         if token.type == "heading_open":
             level = int(token.tag[1:])
@@ -515,7 +516,7 @@ class _Stripper:
     def _raw_options(self, token: Token, text: str) -> ScanOptions:
         """How to scan a block's `text` as written, its closers judged in the whole source too."""
         own = _inert_test(text, raw_html=token.type == "html_block")
-        return ScanOptions(fences=True, inert=self.source_inert.test_for(token.map, text, own))
+        return ScanOptions(fences=True, inert=self.source_inert.test_for(token.map, text, own), depth=self.depth)
 
     def _in_earlier(self, token: Token) -> bool:
         """Whether a block starts inside an attribute value, raw text or the like opened
@@ -624,11 +625,13 @@ class _Stripper:
     def _cut_unclosed_fence(self, token: Token) -> None:
         """A fence never closed runs to the end of its container as code, but its author
         may have forgotten to close it before a GM part: from the first GM-only form in
-        it (opener or GM heading line) on, its content is removed."""
+        it (opener, GM heading line or GM heading element) on, its content is removed."""
         content = token.content
         result = scan(content, self.stack, self._raw_options(token, content))
         cut = min((start for start, _ in result.removed), default=len(content))
-        heading = gm_heading_line(content)
+        headings = [(heading.start, heading.level) for heading, verdict in judged_html_headings(content) if verdict]
+        line = gm_heading_line(content, after_any_line=True)
+        heading = min(headings + ([line] if line is not None else []), default=None)
         if heading is not None and heading[0] < cut:
             cut = heading[0]
             self.cut_level = heading[1]
@@ -636,19 +639,32 @@ class _Stripper:
         token.content = kept if not kept or kept.endswith("\n") else kept.rstrip(" \t") + "\n"
         self.stack = result.stack
 
-    def _read_dropped(self, text: str) -> None:
+    def _read_dropped(self, text: str, *, mid_row: bool) -> None:
         """Text the parser dropped: never published, but its openers and GM headings
-        (Markdown or HTML) count."""
-        result = scan(text, self.stack, ScanOptions(fences=True, inert=_inert_test(text, raw_html=False)))
+        (Markdown or HTML) count. Cells beyond a table's header (`mid_row`, one a line)
+        are read both at a line's start and after the pipe they follow, and the reading
+        leaving more regions open wins: `:::gm` there opens, `:::` there closes nothing.
+        Table rows in text nested too deep are read as written and one cell a line."""
+        result = self._scan_dropped(text)
+        other = _other_dropped_reading(text, mid_row=mid_row)
+        if other != text:
+            other_result = self._scan_dropped(other)
+            if len(other_result.stack) > len(result.stack):
+                result, text = other_result, other
         kept = remove_ranges(text, result.removed)
         self.stack = result.stack
         self._continue_open_heading(kept)
-        for heading, verdict in judged_html_headings(kept):
-            if verdict:
-                self._cut_from(heading.level)
-        line = gm_heading_line(kept)
-        if line is not None:
-            self._cut_from(line[1])
+        for block in (kept, *dropped_blocks(kept)):
+            for heading, verdict in judged_html_headings(block):
+                if verdict:
+                    self._cut_from(heading.level)
+            line = gm_heading_line(block)
+            if line is not None:
+                self._cut_from(line[1])
+
+    def _scan_dropped(self, text: str) -> ScanResult:
+        options = ScanOptions(fences=True, inert=_inert_test(text, raw_html=False), depth=self.depth)
+        return scan(text, self.stack, options)
 
     def _strip_inline(self, token: Token, parent: Token | None) -> None:
         is_heading = parent is not None and parent.type == "heading_open"
@@ -736,6 +752,7 @@ class _Stripper:
                 line_start=line_start,
                 inert=self.source_inert.test_for(token.map, token.content, _inert_test(token.content, raw_html=False)),
                 opened_outside_cell=self.opened_before_table if in_cell else 0,
+                depth=self.depth,
             ),
         )
         self.stack = result.stack
@@ -791,6 +808,14 @@ def _inert_test(text: str, *, raw_html: bool) -> InertTest:
 
 def _in_markdown_text(position: int) -> bool:
     return False
+
+
+def _other_dropped_reading(text: str, *, mid_row: bool) -> str:
+    """Dropped `text` as it may also be read: cells beyond a header (one a line) each after
+    its pipe; table rows nested too deep one cell a line."""
+    if mid_row:
+        return "|" + text.replace("\n", "\n|")
+    return cells_one_a_line(text) if "|" in text else text
 
 
 def source_inert_of(state: StateBlock | StateCore) -> SourceInert:

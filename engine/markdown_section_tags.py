@@ -23,6 +23,7 @@ from dataclasses import dataclass
 
 from engine.html_tag_ends import TagEnds, tag_ends
 from engine.markdown_inert import MAX_TAG_LENGTH
+from engine.markdown_text import fold_lookalikes
 
 # The whole opening tag, with quoted attribute values (which may hold `>`) ...
 _SECTION_TAG = re.compile(r"<section(?:[^>\"']|\"[^\"]*\"|'[^']*')*>", re.IGNORECASE)
@@ -63,8 +64,10 @@ def _has_secret_class(tag: str) -> bool:
 
 
 def _names_secret(match: re.Match[str]) -> bool:
-    # Read as a browser reads it: `class="&#115;ecret"` is the class secret.
-    return "secret" in html.unescape("".join(value for value in match.groups() if value)).casefold()
+    # Read as a browser reads it: `class="&#115;ecret"` is the class secret; and compared
+    # as it looks, as every GM marker is (a Cyrillic dze for the `s` of `secret`).
+    value = html.unescape("".join(value for value in match.groups() if value))
+    return "secret" in fold_lookalikes(value).casefold()
 
 
 @functools.lru_cache(maxsize=4)

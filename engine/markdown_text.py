@@ -30,7 +30,7 @@ def _letters(*code_points: int) -> str:
 
 # Letters drawn like Latin ones that NFKC leaves apart: Cyrillic, Greek, Latin small
 # capitals (`## GM` written with a Cyrillic em, small capitals from a "fancy text" site),
-# Lisu, Cherokee, Coptic. Letters only: the cheap test of `folds_to_none_of` is asked
+# Lisu, Cherokee, Coptic, Armenian. Letters only: the cheap test of `folds_to_none_of` is asked
 # about `#` and `:`.
 _LOOKALIKE_SCRIPTS = (
     ("АВСЕНІЈКМОРЅТХҮԀԌԚԜасеіјорѕхуԁһԛԝмтпк", "ABCEHIJKMOPSTXYDGQWaceijopsxydhqwmtnk"),  # Cyrillic
@@ -43,6 +43,7 @@ _LOOKALIKE_SCRIPTS = (
     (_letters(0x13C3, 0x13D2, 0x13D9, 0x13DA, 0x13DE, 0x13DF, 0x13E2, 0x13E6, 0x13F4), "ZRVSLCPKB"),
     (_letters(0x2C80, 0x2C81, 0x2C88, 0x2C8E, 0x2C92, 0x2C94, 0x2C98, 0x2C9A, 0x2C9E), "AaEHIKMNO"),  # Coptic
     (_letters(0x2C9F, 0x2CA2, 0x2CA3, 0x2CA4, 0x2CA5, 0x2CA6, 0x2CAC, 0x03FA), "oPpCcTXM"),  # and Greek San
+    (_letters(0x054F, 0x0555, 0x054D, 0x0578, 0x0585, 0x057D, 0x0570), "SOUnouh"),  # Armenian
 )
 _LOOKALIKE_LETTERS = str.maketrans(
     "".join(letters for letters, _ in _LOOKALIKE_SCRIPTS), "".join(latin for _, latin in _LOOKALIKE_SCRIPTS)
@@ -71,6 +72,7 @@ def folds_to_none_of(text: str, characters: str) -> bool:
 
 
 # Lines of a quote or list item: a fence there hides closers as much as at the left margin.
+_CONTAINER_MARKER = re.compile(r">|[-+*]|\d{1,9}[.)]")
 _CONTAINER_PREFIX = re.compile(r"(?:[ \t]{0,3}(?:>|[-+*](?=[ \t])|\d{1,9}[.)](?=[ \t]))[ \t]?)+")
 
 
@@ -78,3 +80,10 @@ def without_container_prefix(line: str) -> str:
     """`line` without the quote and list markers that start it."""
     prefix = _CONTAINER_PREFIX.match(line)
     return line[prefix.end() :] if prefix else line
+
+
+def container_marker_count(line: str) -> int:
+    """How many quote and list markers start `line`: how deep in quotes and list items of
+    the text being read it stands."""
+    prefix = _CONTAINER_PREFIX.match(line)
+    return len(_CONTAINER_MARKER.findall(prefix.group())) if prefix else 0
