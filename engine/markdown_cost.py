@@ -20,10 +20,14 @@ from dataclasses import dataclass
 
 # Units per non-blank line (a block or a list item and its paragraph: `1) a` lines are the
 # slowest), per list marker nested on the same line as another (`- - a`), per character
-# that may start inline markup (`![` runs, emphasis, table pipes) and per byte.
+# that may start inline markup (`![` runs, emphasis, table pipes), per place a GFM
+# autolink may be (an `@` or `www.`: each found costs a link, URL parsing and
+# normalization included, about 50 µs; `a@b.c` and a tab, 5 bytes apart, took 0.86 s for
+# 100 KB) and per byte.
 UNITS_PER_LINE = 150
 UNITS_PER_NESTED_MARKER = 80
 UNITS_PER_MARKUP_CHARACTER = 30
+UNITS_PER_AUTOLINK = 60
 UNITS_PER_BYTE = 3
 # The budget: a million units (about a second here) up to 100 KB, ten units a byte above.
 BASE_BUDGET_UNITS = 1_000_000
@@ -36,6 +40,7 @@ _LIST_MARKER = r"(?:[-*+]|\d{1,9}[.)])"
 # estimate is made for every record of every import.
 _NESTED_LINE_AFTER_BREAK = re.compile(rf"[\n\r][ \t>]*{_LIST_MARKER}[ \t]+{_LIST_MARKER}(?=[ \t\r\n]|\Z)")
 _NESTED_FIRST_LINE = re.compile(rf"[ \t>]*{_LIST_MARKER}[ \t]+{_LIST_MARKER}(?=[ \t\r\n]|\Z)")
+_AUTOLINK_STARTS = ("@", "www.")
 _LIST_MARKER_WORD = re.compile(_LIST_MARKER)
 _LINE_BREAK = re.compile(r"[\n\r]")
 
@@ -48,6 +53,8 @@ class RenderCost:
     """Lines holding anything but white space."""
     nested_markers: int
     markup_characters: int
+    autolinks: int
+    """Places a GFM autolink (an e-mail address, `www.`) may be."""
 
     @property
     def units(self) -> int:
@@ -55,6 +62,7 @@ class RenderCost:
             UNITS_PER_LINE * self.lines
             + UNITS_PER_NESTED_MARKER * self.nested_markers
             + UNITS_PER_MARKUP_CHARACTER * self.markup_characters
+            + UNITS_PER_AUTOLINK * self.autolinks
             + UNITS_PER_BYTE * self.size
         )
 
@@ -63,10 +71,11 @@ class RenderCost:
         return render_budget(self.size)
 
 
-# The most units a byte can weigh is that of a line of one markup character (`[`, line
-# break): a text this short is within the base budget whatever it holds.
+# The most units a byte can weigh is that of a line of one `@` (`@`, line break): a text
+# this short is within the base budget whatever it holds.
 LARGEST_UNCOUNTED_BYTES = int(
-    (BASE_BUDGET_UNITS - UNITS_PER_LINE) / ((UNITS_PER_LINE + UNITS_PER_MARKUP_CHARACTER) / 2 + UNITS_PER_BYTE)
+    (BASE_BUDGET_UNITS - UNITS_PER_LINE)
+    / ((UNITS_PER_LINE + max(UNITS_PER_MARKUP_CHARACTER, UNITS_PER_AUTOLINK)) / 2 + UNITS_PER_BYTE)
 )
 
 
@@ -88,6 +97,7 @@ def render_cost(text: str) -> RenderCost:
         lines=sum(1 for line in text.splitlines() if line and not line.isspace()),
         nested_markers=_nested_list_markers(text),
         markup_characters=sum(text.count(character) for character in _MARKUP_CHARACTERS),
+        autolinks=sum(text.count(start) for start in _AUTOLINK_STARTS),
     )
 
 

@@ -45,9 +45,12 @@ class TestCounts:
         cost = render_cost("é ![a](b) *c* `d` <e> | & ~ \\ _ $")
         assert (cost.markup_characters, cost.size) == (15, 34)
 
+    def test_places_an_autolink_may_be(self) -> None:
+        assert render_cost("mail a@b.c, see www.x.org or http://y.org @").autolinks == 3
+
     def test_units_weigh_each_count(self) -> None:
-        cost = RenderCost(size=1000, lines=10, nested_markers=2, markup_characters=5)
-        assert cost.units == 150 * 10 + 80 * 2 + 30 * 5 + 3 * 1000
+        cost = RenderCost(size=1000, lines=10, nested_markers=2, markup_characters=5, autolinks=4)
+        assert cost.units == 150 * 10 + 80 * 2 + 30 * 5 + 60 * 4 + 3 * 1000
 
 
 class TestBudget:
@@ -71,7 +74,9 @@ class TestBudget:
 
 
 class TestOverBudget:
-    @pytest.mark.parametrize("unit", ["[\n", "*\n", "- - \n", "* * \n", "a\n", "[", "1. 1. 1. a\n", "&\r"])
+    @pytest.mark.parametrize(
+        "unit", ["[\n", "*\n", "- - \n", "* * \n", "a\n", "[", "1. 1. 1. a\n", "&\r", "@\n", "www."]
+    )
     def test_texts_too_short_to_count_are_within_budget(self, unit: str) -> None:
         # The densest shapes, as long as a text can be and still go uncounted.
         text = (unit * LARGEST_UNCOUNTED_BYTES)[:LARGEST_UNCOUNTED_BYTES]
