@@ -19,7 +19,8 @@ import re
 from dataclasses import dataclass
 
 # Units per non-blank line (a block or a list item and its paragraph: `1) a` lines are the
-# slowest), per list marker nested on the same line as another (`- - a`), per character
+# slowest), per list marker nested on the same line as another (`- - a`, `1) > 1) > a`:
+# each level costs a list and its item, quotes between them too), per character
 # that may start inline markup (`![` runs, emphasis, table pipes), per place a GFM
 # autolink may be (an `@` or `www.`: each found costs a link, URL parsing and
 # normalization included, about 50 µs; `a@b.c` and a tab, 5 bytes apart, took 0.86 s for
@@ -35,13 +36,14 @@ BUDGET_UNITS_PER_BYTE = 10
 
 _MARKUP_CHARACTERS = "[]*_`<>!|&\\~$"
 _LIST_MARKER = r"(?:[-*+]|\d{1,9}[.)])"
-# A line starting (after quote markers and indentation) with two list markers. Searched
-# from line breaks, a literal start, so that the search skips ordinary text fast: the
-# estimate is made for every record of every import.
-_NESTED_LINE_AFTER_BREAK = re.compile(rf"[\n\r][ \t>]*{_LIST_MARKER}[ \t]+{_LIST_MARKER}(?=[ \t\r\n]|\Z)")
-_NESTED_FIRST_LINE = re.compile(rf"[ \t>]*{_LIST_MARKER}[ \t]+{_LIST_MARKER}(?=[ \t\r\n]|\Z)")
+# A line starting (after quote markers and indentation) with two list markers, quote
+# markers allowed between them. Searched from line breaks, a literal start, so that the
+# search skips ordinary text fast: the estimate is made for every record of every import.
+_NESTED_LINE_AFTER_BREAK = re.compile(rf"[\n\r][ \t>]*{_LIST_MARKER}[ \t][ \t>]*{_LIST_MARKER}(?=[ \t\r\n]|\Z)")
+_NESTED_FIRST_LINE = re.compile(rf"[ \t>]*{_LIST_MARKER}[ \t][ \t>]*{_LIST_MARKER}(?=[ \t\r\n]|\Z)")
+# The next list marker of a line's container markers (quote markers skipped).
+_NEXT_CONTAINER_LIST_MARKER = re.compile(rf"[ \t>]*{_LIST_MARKER}(?=[ \t]|\Z)")
 _AUTOLINK_STARTS = ("@", "www.")
-_LIST_MARKER_WORD = re.compile(_LIST_MARKER)
 _LINE_BREAK = re.compile(r"[\n\r]")
 
 
@@ -106,14 +108,21 @@ def render_budget(size: int) -> int:
 
 
 def _nested_list_markers(text: str) -> int:
-    """List markers that follow another one at the start of a line (`- - a`: one)."""
+    """List markers that follow another one among the container markers starting a line
+    (`- - a`, `- > - a`: one)."""
     starts = [match.start() + 1 for match in _NESTED_LINE_AFTER_BREAK.finditer(text)]
     if _NESTED_FIRST_LINE.match(text):
         starts.insert(0, 0)
     nested = 0
     for start in starts:
         line_break = _LINE_BREAK.search(text, start)
-        words = text[start : line_break.start() if line_break else len(text)].lstrip(" \t>").split()
-        markers = next((index for index, word in enumerate(words) if not _LIST_MARKER_WORD.fullmatch(word)), len(words))
-        nested += markers - 1
+        nested += _container_list_markers(text, start, line_break.start() if line_break else len(text)) - 1
     return nested
+
+
+def _container_list_markers(text: str, start: int, end: int) -> int:
+    markers = 0
+    while found := _NEXT_CONTAINER_LIST_MARKER.match(text, start, end):
+        markers += 1
+        start = found.end()
+    return markers

@@ -35,7 +35,9 @@ class TestCounts:
             ("1. - 2) a\r\n", 2),
             ("* + -\n", 2),
             ("a - b - c\n", 0),
-            ("> - > - a\n", 0),
+            ("> - > - a\n", 1),
+            ("1) > 1) >2. a\n", 2),
+            ("- > a - b\n", 0),
         ],
     )
     def test_list_markers_nested_on_one_line(self, text: str, nested: int) -> None:
@@ -82,6 +84,11 @@ class TestOverBudget:
         text = (unit * LARGEST_UNCOUNTED_BYTES)[:LARGEST_UNCOUNTED_BYTES]
         cost = render_cost(text)
         assert cost.units <= cost.budget, (unit, cost)
+
+    def test_list_items_nested_through_quotes_are_refused(self) -> None:
+        # 71 KB of `1) > ` five deep on each line once passed the estimate (nested markers
+        # were only counted side by side) and took 1.24 s to render.
+        assert over_budget(("1) > " * 5 + "a\n") * 2_624) is not None
 
     def test_a_dense_text_over_budget_is_reported(self) -> None:
         assert over_budget("- a\n" * 2_000) is None
