@@ -76,13 +76,15 @@ def _not_too_dense(value: str) -> str:
     if cost is not None:
         raise PydanticCustomError(
             "markdown_too_dense",
-            "Markdown too dense to render in time: {lines} non-blank lines, {nested} nested list markers and "
-            "{markup} markup characters in {size} bytes weigh {units} render units, over the {budget} allowed "
-            "for its size (split it into several records or write fewer, longer lines)",
+            "Markdown too dense to render in time: {lines} non-blank lines, {nested} nested list markers, "
+            "{markup} markup characters and {autolinks} possible autolinks in {size} bytes weigh {units} render "
+            "units, over the {budget} allowed for its size (split it into several records or write fewer, longer "
+            "lines)",
             {
                 "lines": cost.lines,
                 "nested": cost.nested_markers,
                 "markup": cost.markup_characters,
+                "autolinks": cost.autolinks,
                 "size": cost.size,
                 "units": cost.units,
                 "budget": cost.budget,

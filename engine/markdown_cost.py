@@ -19,11 +19,16 @@ import re
 from dataclasses import dataclass
 
 # Units per non-blank line (a block or a list item and its paragraph: `1) a` lines are the
-# slowest), per list marker nested on the same line as another (`- - a`), per character
-# that may start inline markup (`![` runs, emphasis, table pipes) and per byte.
+# slowest), per list marker nested on the same line as another (`- - a`, `1) > 1) > a`:
+# each level costs a list and its item, quotes between them too), per character
+# that may start inline markup (`![` runs, emphasis, table pipes), per place a GFM
+# autolink may be (an `@` or `www.`: each found costs a link, URL parsing and
+# normalization included, about 50 µs; `a@b.c` and a tab, 5 bytes apart, took 0.86 s for
+# 100 KB) and per byte.
 UNITS_PER_LINE = 150
 UNITS_PER_NESTED_MARKER = 80
 UNITS_PER_MARKUP_CHARACTER = 30
+UNITS_PER_AUTOLINK = 60
 UNITS_PER_BYTE = 3
 # The budget: a million units (about a second here) up to 100 KB, ten units a byte above.
 BASE_BUDGET_UNITS = 1_000_000
@@ -31,12 +36,14 @@ BUDGET_UNITS_PER_BYTE = 10
 
 _MARKUP_CHARACTERS = "[]*_`<>!|&\\~$"
 _LIST_MARKER = r"(?:[-*+]|\d{1,9}[.)])"
-# A line starting (after quote markers and indentation) with two list markers. Searched
-# from line breaks, a literal start, so that the search skips ordinary text fast: the
-# estimate is made for every record of every import.
-_NESTED_LINE_AFTER_BREAK = re.compile(rf"[\n\r][ \t>]*{_LIST_MARKER}[ \t]+{_LIST_MARKER}(?=[ \t\r\n]|\Z)")
-_NESTED_FIRST_LINE = re.compile(rf"[ \t>]*{_LIST_MARKER}[ \t]+{_LIST_MARKER}(?=[ \t\r\n]|\Z)")
-_LIST_MARKER_WORD = re.compile(_LIST_MARKER)
+# A line starting (after quote markers and indentation) with two list markers, quote
+# markers allowed between them. Searched from line breaks, a literal start, so that the
+# search skips ordinary text fast: the estimate is made for every record of every import.
+_NESTED_LINE_AFTER_BREAK = re.compile(rf"[\n\r][ \t>]*{_LIST_MARKER}[ \t][ \t>]*{_LIST_MARKER}(?=[ \t\r\n]|\Z)")
+_NESTED_FIRST_LINE = re.compile(rf"[ \t>]*{_LIST_MARKER}[ \t][ \t>]*{_LIST_MARKER}(?=[ \t\r\n]|\Z)")
+# The next list marker of a line's container markers (quote markers skipped).
+_NEXT_CONTAINER_LIST_MARKER = re.compile(rf"[ \t>]*{_LIST_MARKER}(?=[ \t]|\Z)")
+_AUTOLINK_STARTS = ("@", "www.")
 _LINE_BREAK = re.compile(r"[\n\r]")
 
 
@@ -48,6 +55,8 @@ class RenderCost:
     """Lines holding anything but white space."""
     nested_markers: int
     markup_characters: int
+    autolinks: int
+    """Places a GFM autolink (an e-mail address, `www.`) may be."""
 
     @property
     def units(self) -> int:
@@ -55,6 +64,7 @@ class RenderCost:
             UNITS_PER_LINE * self.lines
             + UNITS_PER_NESTED_MARKER * self.nested_markers
             + UNITS_PER_MARKUP_CHARACTER * self.markup_characters
+            + UNITS_PER_AUTOLINK * self.autolinks
             + UNITS_PER_BYTE * self.size
         )
 
@@ -63,10 +73,11 @@ class RenderCost:
         return render_budget(self.size)
 
 
-# The most units a byte can weigh is that of a line of one markup character (`[`, line
-# break): a text this short is within the base budget whatever it holds.
+# The most units a byte can weigh is that of a line of one `@` (`@`, line break): a text
+# this short is within the base budget whatever it holds.
 LARGEST_UNCOUNTED_BYTES = int(
-    (BASE_BUDGET_UNITS - UNITS_PER_LINE) / ((UNITS_PER_LINE + UNITS_PER_MARKUP_CHARACTER) / 2 + UNITS_PER_BYTE)
+    (BASE_BUDGET_UNITS - UNITS_PER_LINE)
+    / ((UNITS_PER_LINE + max(UNITS_PER_MARKUP_CHARACTER, UNITS_PER_AUTOLINK)) / 2 + UNITS_PER_BYTE)
 )
 
 
@@ -88,6 +99,7 @@ def render_cost(text: str) -> RenderCost:
         lines=sum(1 for line in text.splitlines() if line and not line.isspace()),
         nested_markers=_nested_list_markers(text),
         markup_characters=sum(text.count(character) for character in _MARKUP_CHARACTERS),
+        autolinks=sum(text.count(start) for start in _AUTOLINK_STARTS),
     )
 
 
@@ -96,14 +108,21 @@ def render_budget(size: int) -> int:
 
 
 def _nested_list_markers(text: str) -> int:
-    """List markers that follow another one at the start of a line (`- - a`: one)."""
+    """List markers that follow another one among the container markers starting a line
+    (`- - a`, `- > - a`: one)."""
     starts = [match.start() + 1 for match in _NESTED_LINE_AFTER_BREAK.finditer(text)]
     if _NESTED_FIRST_LINE.match(text):
         starts.insert(0, 0)
     nested = 0
     for start in starts:
         line_break = _LINE_BREAK.search(text, start)
-        words = text[start : line_break.start() if line_break else len(text)].lstrip(" \t>").split()
-        markers = next((index for index, word in enumerate(words) if not _LIST_MARKER_WORD.fullmatch(word)), len(words))
-        nested += markers - 1
+        nested += _container_list_markers(text, start, line_break.start() if line_break else len(text)) - 1
     return nested
+
+
+def _container_list_markers(text: str, start: int, end: int) -> int:
+    markers = 0
+    while found := _NEXT_CONTAINER_LIST_MARKER.match(text, start, end):
+        markers += 1
+        start = found.end()
+    return markers

@@ -213,15 +213,33 @@ def remove_ranges(text: str, ranges: Sequence[tuple[int, int]]) -> str:
     position = 0
     for start, end in ranges:
         if text[end - 1 : end] != "\n":
-            line_start = text.rfind("\n", 0, start) + 1
-            newline = text.find("\n", end)
-            line_end = len(text) if newline < 0 else newline
-            if not text[line_start:start].strip() and not text[end:line_end].strip():
+            line_start = _blank_back_to_line_start(text, start)
+            line_end = _blank_on_to_line_end(text, end) if line_start is not None else None
+            if line_start is not None and line_end is not None:
                 start, end = line_start, min(line_end + 1, len(text))
         kept.append(text[position : max(start, position)])
         position = max(position, end)
     kept.append(text[position:])
     return "".join(kept)
+
+
+# The two below walk white space only, not to the line's end: on one long line of many
+# ranges (`%%%%…`) a search for its line break from each took time in n squared.
+
+
+def _blank_back_to_line_start(text: str, position: int) -> int | None:
+    """The start of the line holding `position` if only white space comes between."""
+    while position > 0 and text[position - 1] != "\n" and text[position - 1].isspace():
+        position -= 1
+    return position if position == 0 or text[position - 1] == "\n" else None
+
+
+def _blank_on_to_line_end(text: str, position: int) -> int | None:
+    """The offset of the line break ending the line holding `position` (the text's length
+    if none) if only white space comes between."""
+    while position < len(text) and text[position] != "\n" and text[position].isspace():
+        position += 1
+    return position if position == len(text) or text[position] == "\n" else None
 
 
 def is_fence_closer(line: str, markup: str) -> bool:
@@ -249,6 +267,10 @@ class _Scanner:
         self.previous_blank = True
         self.in_indented_code = False
         self.markdown_tables: InertSpans | None = None  # read once a `</section>` needs them
+        # The last line end found and where its search started: every position between
+        # shares it, so a long line of many events is searched once, not once per event.
+        self.line_end_searched_from = 0
+        self.line_end_found = 0
 
     def run(self, start: int) -> ScanResult:
         text = self.text
@@ -299,8 +321,11 @@ class _Scanner:
 
     def _line_end(self, position: int) -> int:
         """Offset just past the end of the line holding `position` (its newline included)."""
-        newline = self.text.find("\n", position)
-        return len(self.text) if newline < 0 else newline + 1
+        if not self.line_end_searched_from <= position < self.line_end_found:
+            newline = self.text.find("\n", position)
+            self.line_end_searched_from = position
+            self.line_end_found = len(self.text) if newline < 0 else newline + 1
+        return self.line_end_found
 
     def _push(self, frame: Frame, at: int) -> None:
         if not self.stack:
@@ -323,7 +348,9 @@ class _Scanner:
         glued opener opens a region here, as it would when the output is read again.
         """
         previous_end = self.removed[-2][1] if len(self.removed) > 1 else 0
-        before_start = max(previous_end, start - _LONGEST_GLUED_OPENER + 1, self.text.rfind("\n", 0, start) + 1)
+        earliest = max(previous_end, start - _LONGEST_GLUED_OPENER + 1)
+        # Searched back to `earliest` only (a line break before it changes nothing).
+        before_start = max(earliest, self.text.rfind("\n", earliest, start) + 1)
         before = self.text[before_start:start]
         if not before:
             return end

@@ -83,6 +83,10 @@ SHAPES: dict[str, tuple[Shape, bool]] = {
     "lines of `[`": (_repeat("[\n"), False),
     "lines of `_`": (_repeat("_\n"), False),
     "items `- npc_1`": (lambda size: "".join(f"- npc_{number}\n" for number in range(size // 11)), False),
+    "items through quotes `1) > `": (_repeat("1) > " * 5 + "a\n"), False),
+    "e-mail autolinks `a@b.c`": (_repeat("a@b.c\t"), True),
+    "emphasized e-mail pairs": (_repeat("*a@b.c\ta@b.c*\t"), True),
+    "www autolinks `www.a.b`": (_repeat("www.a.b\t"), True),
     "ordinary Markdown": (lambda size: _blocks().document("Reference", size), True),
 }
 

@@ -35,7 +35,9 @@ class TestCounts:
             ("1. - 2) a\r\n", 2),
             ("* + -\n", 2),
             ("a - b - c\n", 0),
-            ("> - > - a\n", 0),
+            ("> - > - a\n", 1),
+            ("1) > 1) >2. a\n", 2),
+            ("- > a - b\n", 0),
         ],
     )
     def test_list_markers_nested_on_one_line(self, text: str, nested: int) -> None:
@@ -45,9 +47,12 @@ class TestCounts:
         cost = render_cost("é ![a](b) *c* `d` <e> | & ~ \\ _ $")
         assert (cost.markup_characters, cost.size) == (15, 34)
 
+    def test_places_an_autolink_may_be(self) -> None:
+        assert render_cost("mail a@b.c, see www.x.org or http://y.org @").autolinks == 3
+
     def test_units_weigh_each_count(self) -> None:
-        cost = RenderCost(size=1000, lines=10, nested_markers=2, markup_characters=5)
-        assert cost.units == 150 * 10 + 80 * 2 + 30 * 5 + 3 * 1000
+        cost = RenderCost(size=1000, lines=10, nested_markers=2, markup_characters=5, autolinks=4)
+        assert cost.units == 150 * 10 + 80 * 2 + 30 * 5 + 60 * 4 + 3 * 1000
 
 
 class TestBudget:
@@ -71,12 +76,19 @@ class TestBudget:
 
 
 class TestOverBudget:
-    @pytest.mark.parametrize("unit", ["[\n", "*\n", "- - \n", "* * \n", "a\n", "[", "1. 1. 1. a\n", "&\r"])
+    @pytest.mark.parametrize(
+        "unit", ["[\n", "*\n", "- - \n", "* * \n", "a\n", "[", "1. 1. 1. a\n", "&\r", "@\n", "www."]
+    )
     def test_texts_too_short_to_count_are_within_budget(self, unit: str) -> None:
         # The densest shapes, as long as a text can be and still go uncounted.
         text = (unit * LARGEST_UNCOUNTED_BYTES)[:LARGEST_UNCOUNTED_BYTES]
         cost = render_cost(text)
         assert cost.units <= cost.budget, (unit, cost)
+
+    def test_list_items_nested_through_quotes_are_refused(self) -> None:
+        # 71 KB of `1) > ` five deep on each line once passed the estimate (nested markers
+        # were only counted side by side) and took 1.24 s to render.
+        assert over_budget(("1) > " * 5 + "a\n") * 2_624) is not None
 
     def test_a_dense_text_over_budget_is_reported(self) -> None:
         assert over_budget("- a\n" * 2_000) is None
