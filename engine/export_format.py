@@ -77,7 +77,8 @@ def _not_too_dense(value: str) -> str:
         raise PydanticCustomError(
             "markdown_too_dense",
             "Markdown too dense to render in time: {lines} non-blank lines, {nested} nested list markers, "
-            "{markup} markup characters and {autolinks} possible autolinks in {size} bytes weigh {units} render "
+            "{markup} markup characters, {autolinks} possible autolinks and {rescans} lines read again after quotes "
+            "in {size} bytes weigh {units} render "
             "units, over the {budget} allowed for its size (split it into several records or write fewer, longer "
             "lines)",
             {
@@ -85,6 +86,7 @@ def _not_too_dense(value: str) -> str:
                 "nested": cost.nested_markers,
                 "markup": cost.markup_characters,
                 "autolinks": cost.autolinks,
+                "rescans": cost.quote_rescans,
                 "size": cost.size,
                 "units": cost.units,
                 "budget": cost.budget,

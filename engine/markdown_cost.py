@@ -30,6 +30,13 @@ UNITS_PER_NESTED_MARKER = 80
 UNITS_PER_MARKUP_CHARACTER = 30
 UNITS_PER_AUTOLINK = 60
 UNITS_PER_BYTE = 3
+# Units per line markdown-it reads again after a quote: a line less deep in quotes than
+# the one before it, when the quote's last block is not a paragraph (`> ---`, `x`), ends
+# the quote's inner parse but not its scan, so the parse goes on from there and the next
+# quote line scans the rest of the run of non-blank lines again (time in n squared in
+# markdown-it-py's own blockquote rule: 8 KB of `> ---`, `x` lines took 1.8 s, about
+# 1.8 µs per line read again). Counted for a text of any size.
+UNITS_PER_QUOTE_RESCANNED_LINE = 3
 # The budget: a million units (about a second here) up to 100 KB, ten units a byte above.
 BASE_BUDGET_UNITS = 1_000_000
 BUDGET_UNITS_PER_BYTE = 10
@@ -45,6 +52,11 @@ _NESTED_FIRST_LINE = re.compile(rf"[ \t>]*{_LIST_MARKER}[ \t][ \t>]*{_LIST_MARKE
 _NEXT_CONTAINER_LIST_MARKER = re.compile(rf"[ \t>]*{_LIST_MARKER}(?=[ \t]|\Z)")
 _AUTOLINK_STARTS = ("@", "www.")
 _LINE_BREAK = re.compile(r"[\n\r]")
+# Markdown-it's lines (its own line ends), and a line's container markers.
+_LINES = re.compile(r"\r\n|\r|\n")
+_CONTAINER_MARKERS = re.compile(rf"(?:[ \t>]|{_LIST_MARKER}[ \t])*")
+# A line whose container markers hold a quote marker: without one, no line is read again.
+_QUOTE_LINE = re.compile(rf"(?:\A|[\n\r])(?:[ \t]|{_LIST_MARKER}[ \t])*>")
 
 
 @dataclass(frozen=True, slots=True)
@@ -57,6 +69,8 @@ class RenderCost:
     markup_characters: int
     autolinks: int
     """Places a GFM autolink (an e-mail address, `www.`) may be."""
+    quote_rescans: int = 0
+    """Lines read again after lines less deep in quotes (at most; see `_quote_rescans`)."""
 
     @property
     def units(self) -> int:
@@ -66,6 +80,7 @@ class RenderCost:
             + UNITS_PER_MARKUP_CHARACTER * self.markup_characters
             + UNITS_PER_AUTOLINK * self.autolinks
             + UNITS_PER_BYTE * self.size
+            + UNITS_PER_QUOTE_RESCANNED_LINE * self.quote_rescans
         )
 
     @property
@@ -73,8 +88,8 @@ class RenderCost:
         return render_budget(self.size)
 
 
-# The most units a byte can weigh is that of a line of one `@` (`@`, line break): a text
-# this short is within the base budget whatever it holds.
+# The most units a byte can weigh, quote rescans aside, is that of a line of one `@` (`@`,
+# line break): a text this short is within the base budget whatever else it holds.
 LARGEST_UNCOUNTED_BYTES = int(
     (BASE_BUDGET_UNITS - UNITS_PER_LINE)
     / ((UNITS_PER_LINE + max(UNITS_PER_MARKUP_CHARACTER, UNITS_PER_AUTOLINK)) / 2 + UNITS_PER_BYTE)
@@ -84,10 +99,13 @@ LARGEST_UNCOUNTED_BYTES = int(
 def over_budget(text: str) -> RenderCost | None:
     """The cost of `text` if it is over its budget, else None.
 
-    A text too short to weigh more than the base budget whatever it holds (under 10 KB:
-    most summaries) is not counted at all, which keeps an import's validation fast.
+    A text too short to weigh more than the base budget by its other counts (under 9 KB:
+    most summaries) is not counted at all unless a line starts with a quote marker (lines
+    read again after quotes grow with the square of a run's length), which keeps an
+    import's validation fast.
     """
-    if len(text.encode("utf-8", "surrogatepass")) <= LARGEST_UNCOUNTED_BYTES:
+    short = len(text.encode("utf-8", "surrogatepass")) <= LARGEST_UNCOUNTED_BYTES
+    if short and _QUOTE_LINE.search(text) is None:
         return None
     cost = render_cost(text)
     return cost if cost.units > cost.budget else None
@@ -100,6 +118,7 @@ def render_cost(text: str) -> RenderCost:
         nested_markers=_nested_list_markers(text),
         markup_characters=sum(text.count(character) for character in _MARKUP_CHARACTERS),
         autolinks=sum(text.count(start) for start in _AUTOLINK_STARTS),
+        quote_rescans=_quote_rescans(text),
     )
 
 
@@ -126,3 +145,26 @@ def _container_list_markers(text: str, start: int, end: int) -> int:
         markers += 1
         start = found.end()
     return markers
+
+
+def _quote_rescans(text: str) -> int:
+    """Lines markdown-it may read again after quotes: for each non-blank line less deep in
+    quote markers than the non-blank line before it, the lines from it to the end of its
+    run of non-blank lines (a blank line ends a quote's scan). It errs high: a lazy line
+    continuing a quote's paragraph (`> a`, `b`) is read once."""
+    if _QUOTE_LINE.search(text) is None:
+        return 0
+    depths = [
+        -1 if not line or line.isspace() else _CONTAINER_MARKERS.match(line).group().count(">")  # type: ignore[union-attr]
+        for line in _LINES.split(text)
+    ]
+    rescans = 0
+    run_below = 0  # non-blank lines from this one to the end of its run
+    for number in range(len(depths) - 1, 0, -1):
+        if depths[number] < 0:
+            run_below = 0
+            continue
+        run_below += 1
+        if depths[number] < depths[number - 1]:
+            rescans += run_below
+    return rescans

@@ -271,8 +271,9 @@ BAD_EXPORTS: dict[str, tuple[dict[str, Any], str]] = {
     "summary too dense to render": (
         base_export(sessions=[export_session("@bad", summary="- a\n" * 10_000)]),
         'sessions[0] (id "@bad"): summary: Markdown too dense to render in time: 10000 non-blank lines, 0 nested '
-        "list markers, 0 markup characters and 0 possible autolinks in 40000 bytes weigh 1620000 render units, "
-        "over the 1000000 allowed for its size (split it into several records or write fewer, longer lines)",
+        "list markers, 0 markup characters, 0 possible autolinks and 0 lines read again after quotes in 40000 "
+        "bytes weigh 1620000 render units, over the 1000000 allowed for its size (split it into several records "
+        "or write fewer, longer lines)",
     ),
     "id missing": (
         base_export(users=[export_user(), export_user(DROP)]),

@@ -50,9 +50,25 @@ class TestCounts:
     def test_places_an_autolink_may_be(self) -> None:
         assert render_cost("mail a@b.c, see www.x.org or http://y.org @").autolinks == 3
 
+    @pytest.mark.parametrize(
+        ("text", "rescans"),
+        [
+            ("> ---\nx\n> ---\nx\n", 1 + 3),
+            ("> ---\r\nx\r\n\r\n> ---\rx", 1 + 1),
+            ("> > a\n> b\nc\n", 1 + 2),
+            ("- > a\nb", 1),
+            ("> a\n\nb\n", 0),
+            ("a\n> b\n> c\n", 0),
+            ("a > b\nc\n", 0),
+        ],
+    )
+    def test_lines_read_again_after_quotes(self, text: str, rescans: int) -> None:
+        # For each line less deep in quotes than the one before: the rest of its run.
+        assert render_cost(text).quote_rescans == rescans
+
     def test_units_weigh_each_count(self) -> None:
-        cost = RenderCost(size=1000, lines=10, nested_markers=2, markup_characters=5, autolinks=4)
-        assert cost.units == 150 * 10 + 80 * 2 + 30 * 5 + 60 * 4 + 3 * 1000
+        cost = RenderCost(size=1000, lines=10, nested_markers=2, markup_characters=5, autolinks=4, quote_rescans=7)
+        assert cost.units == 150 * 10 + 80 * 2 + 30 * 5 + 60 * 4 + 3 * 1000 + 3 * 7
 
 
 class TestBudget:
@@ -89,6 +105,14 @@ class TestOverBudget:
         # 71 KB of `1) > ` five deep on each line once passed the estimate (nested markers
         # were only counted side by side) and took 1.24 s to render.
         assert over_budget(("1) > " * 5 + "a\n") * 2_624) is not None
+
+    @pytest.mark.parametrize("unit", ["> ---\nx\n", "> # B\nx\n", "> > ```\n> x\n", "> <div>\nx\n"])
+    def test_quotes_read_again_are_refused_however_short(self, unit: str) -> None:
+        # markdown-it-py reads the rest of the run again after each of these quotes: 8 KB
+        # of `> ---`, `x` took 1.8 s to render, under the size below which nothing else
+        # is counted.
+        assert over_budget(unit * (LARGEST_UNCOUNTED_BYTES // len(unit))) is not None
+        assert over_budget(unit * 100) is None
 
     def test_a_dense_text_over_budget_is_reported(self) -> None:
         assert over_budget("- a\n" * 2_000) is None
