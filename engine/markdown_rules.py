@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import re
 from bisect import bisect_right
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from markdown_it import MarkdownIt
@@ -386,6 +386,9 @@ class _Stripper:
         # How many of `stack` were open before the table being read (engine.markdown_regions:
         # a `</section>` in its cells ends none of them in a browser).
         self.opened_before_table = 0
+        # Whether a cell of the table being read opened a container glued by removing a
+        # part: its rows are then read as the author's lines, a `:::` row closing it.
+        self.cells_read_as_lines = False
         # Level of the GM heading whose section is being cut, if any.
         self._cut_level: int | None = None
         # Quotes and list items open around the block being read, and the fewest around
@@ -453,10 +456,11 @@ class _Stripper:
         elif token.type in _CONTAINERS_CLOSING:
             self.depth -= 1
         if token.type == REMOVED_BLOCK:
-            self.stack.extend(token.meta["stack"])
+            self.stack.extend(map(self._at_depth, token.meta["stack"]))
             return False
         if token.type == "table_open":
             self.opened_before_table = len(self.stack)
+            self.cells_read_as_lines = False
         if token.type == DROPPED_TEXT:
             self._read_dropped(token.content, mid_row=bool(token.meta.get("mid_row")))
             return False
@@ -639,6 +643,14 @@ class _Stripper:
         token.content = kept if not kept or kept.endswith("\n") else kept.rstrip(" \t") + "\n"
         self.stack = result.stack
 
+    def _at_depth(self, frame: Frame) -> Frame:
+        """A region left open by a removed block, read at the quotes and list items around
+        the block: its block rule scanned it at depth 0, so a container opened in `> :::gm`
+        is closed by a `> :::` in a later quote as by one in its own."""
+        if frame.kind is not FrameKind.CONTAINER:
+            return frame
+        return replace(frame, markers=frame.markers + self.depth)
+
     def _read_dropped(self, text: str, *, mid_row: bool) -> None:
         """Text the parser dropped: never published, but its openers and GM headings
         (Markdown or HTML) count. Cells beyond a table's header (`mid_row`, one a line)
@@ -672,10 +684,12 @@ class _Stripper:
         line_start = setext or (parent is not None and parent.type == "paragraph_open")
         in_cell = parent is not None and parent.type in _CELLS
         if self.stack or not opens_nothing(token.content):
-            kept = self._scan_inline(token, line_start, in_cell=in_cell)
-            if line_start and kept != token.content.strip():
-                # Something was removed: its removal may have glued an opening line.
-                kept = self._open_glued_containers(kept)
+            as_line = line_start or (in_cell and self.cells_read_as_lines and bool(self.stack))
+            kept = self._scan_inline(token, as_line, in_cell=in_cell)
+            if (line_start or in_cell) and kept != token.content.strip():
+                # Something was removed: its removal may have glued an opening line (a
+                # table row's cell is a line of the author's too: `%% x %%:::gm`).
+                kept = self._open_glued_containers(kept, in_cell=in_cell)
         else:
             kept = token.content.strip()
         if parent is not None and parent is self.setext_after_cut:
@@ -718,7 +732,7 @@ class _Stripper:
             kept = kept[:offset].rstrip()
         token.content = kept
 
-    def _open_glued_containers(self, kept: str) -> str:
+    def _open_glued_containers(self, kept: str, *, in_cell: bool) -> str:
         """`kept` without a GM container whose opening line removing a part glued
         together (`%% x %%:::gm`, `:::g<!-- x -->m`): the line reads as one once the part
         is gone, and so it opens one here, as it would when the output is read again."""
@@ -728,8 +742,12 @@ class _Stripper:
         _, code = _parse_inline(self.state.md, kept, self.block_references)
         # The scan opens the container at that line and runs to its closer, nesting what
         # opens after it; what opened later in the token (and ran to its end) stays above.
-        result = scan(kept, [], ScanOptions(code=code, escapes=True, inert=_inert_test(kept, raw_html=False)), offset)
+        # At the block's depth, as its other lines are: a closer in a later block of the
+        # same quote or list item closes it.
+        options = ScanOptions(code=code, escapes=True, inert=_inert_test(kept, raw_html=False), depth=self.depth)
+        result = scan(kept, [], options, offset)
         self.stack = result.stack + self.stack
+        self.cells_read_as_lines = self.cells_read_as_lines or (in_cell and bool(result.stack))
         return remove_ranges(kept, result.removed).strip()
 
     def _scan_inline(self, token: Token, line_start: bool, *, in_cell: bool) -> str:
