@@ -43,7 +43,6 @@ from engine.markdown_regions import (
     Frame,
     FrameKind,
     ScanOptions,
-    ScanResult,
     container_opener,
     escaped,
     is_fence_closer,
@@ -663,14 +662,13 @@ class _Stripper:
         are read both at a line's start and after the pipe they follow, and the reading
         leaving more regions open wins: `:::gm` there opens, `:::` there closes nothing.
         Table rows in text nested too deep are read as written and one cell a line."""
-        result = self._scan_dropped(text)
+        stack, kept = self._dropped_reading(text)
         other = _other_dropped_reading(text, mid_row=mid_row)
         if other != text:
-            other_result = self._scan_dropped(other)
-            if len(other_result.stack) > len(result.stack):
-                result, text = other_result, other
-        kept = remove_ranges(text, result.removed)
-        self.stack = result.stack
+            other_stack, other_kept = self._dropped_reading(other)
+            if len(other_stack) > len(stack):
+                stack, kept = other_stack, other_kept
+        self.stack = stack
         self._continue_open_heading(kept)
         for block in (kept, *dropped_blocks(kept)):
             for heading, verdict in judged_html_headings(block):
@@ -680,9 +678,21 @@ class _Stripper:
             if line is not None:
                 self._cut_from(line[1])
 
-    def _scan_dropped(self, text: str) -> ScanResult:
-        options = ScanOptions(fences=True, inert=_inert_test(text, raw_html=False), depth=self.depth)
-        return scan(text, self.stack, options)
+    def _dropped_reading(self, text: str) -> tuple[list[Frame], str]:
+        """The regions open after dropped `text` and the text kept of it. A line that
+        removing a part glued into a GM container's opening line (a cell beyond the
+        header `%% x %%:::gm`) opens the container there, as a paragraph's line does
+        (`_open_glued_containers`)."""
+        result = scan(text, self.stack, self._dropped_options(text))
+        kept = remove_ranges(text, result.removed)
+        offset = _glued_container_line(kept) if kept != text else None
+        if offset is None:
+            return result.stack, kept
+        glued = scan(kept, [], self._dropped_options(kept), offset)
+        return glued.stack + result.stack, remove_ranges(kept, glued.removed)
+
+    def _dropped_options(self, text: str) -> ScanOptions:
+        return ScanOptions(fences=True, inert=_inert_test(text, raw_html=False), depth=self.depth)
 
     def _strip_inline(self, token: Token, parent: Token | None) -> None:
         is_heading = parent is not None and parent.type == "heading_open"
