@@ -141,10 +141,6 @@ class ScanOptions:
     # container's closer nested deeper than its opener closes nothing, whether the
     # parser stripped the markers (a quote's paragraph) or they are in the text.
     depth: int = 0
-    # Offsets of lines less indented than the list item the text was read in (a block
-    # rule's lines run on past its item): their first list or quote marker starts a
-    # sibling of the item, no deeper than it (`- :::gm`, `  x`, `- :::` closes).
-    outdented: frozenset[int] = frozenset()
 
 
 @dataclass(frozen=True, slots=True)
@@ -397,10 +393,6 @@ class _Scanner:
 
     # -- whole lines -------------------------------------------------------------------
 
-    def _closer_depth(self, line_at: int) -> int:
-        """The depth a closing line at `line_at` is read at, beyond its own markers."""
-        return self.options.depth - (line_at in self.options.outdented)
-
     def _line(self, position: int) -> int | None:
         """Handle a line that opens, closes or nests a line-based region.
 
@@ -425,8 +417,7 @@ class _Scanner:
                 # container under it, and the section goes on to its end tag.
                 closer = _container_closer(without_container_prefix(stripped))
                 surely_markup = not self._inert(position + len(line) - len(stripped))
-                closes = closer and _closes(closer, stripped, self._closer_depth(position), below)
-                if closes and indent <= 3 and surely_markup:
+                if closer and indent <= 3 and _closes(closer, stripped, self.options.depth, below) and surely_markup:
                     del self.stack[-2]
                     return after
             # Rule 1 is about lines: a GM container opened inside a secret section runs to
@@ -454,7 +445,7 @@ class _Scanner:
             closer = _container_closer(without_container_prefix(stripped))
             if closer:
                 surely_markup = not self._inert(position + len(line) - len(stripped))
-                if indent <= 3 and _closes(closer, stripped, self._closer_depth(position), top) and surely_markup:
+                if indent <= 3 and _closes(closer, stripped, self.options.depth, top) and surely_markup:
                     self._pop(after)
                 return after
             if self._open_fence(line):

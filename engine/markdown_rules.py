@@ -104,19 +104,14 @@ class _BlockLines:
     text: str
     offsets: list[int]
     pads: list[int]
-    # Offsets of the lines less indented than the block (past the end of its list item).
-    outdented: frozenset[int]
 
     @classmethod
     def read(cls, state: StateBlock, first_line: int, end_line: int) -> _BlockLines:
         parts: list[str] = []
         offsets: list[int] = []
         pads: list[int] = []
-        outdented: set[int] = set()
         position = 0
         for line in range(first_line, end_line):
-            if state.sCount[line] < state.blkIndent:
-                outdented.add(position)
             pad = max(state.sCount[line] - state.blkIndent, 0)
             content = state.src[state.bMarks[line] + state.tShift[line] : state.eMarks[line]]
             part = " " * pad + content + "\n"
@@ -124,7 +119,7 @@ class _BlockLines:
             offsets.append(position)
             pads.append(pad)
             position += len(part)
-        return cls(first_line, "".join(parts), offsets, pads, frozenset(outdented))
+        return cls(first_line, "".join(parts), offsets, pads)
 
     @property
     def end_line(self) -> int:
@@ -166,8 +161,7 @@ class _BlockScan:
 
 def _scan_block(state: StateBlock, lines: _BlockLines, stack: list[Frame], start: int, end_line: int) -> _BlockScan:
     while True:
-        inert = lines.inert_test(state)
-        options = ScanOptions(fences=True, stop_when_closed=True, inert=inert, outdented=lines.outdented)
+        options = ScanOptions(fences=True, stop_when_closed=True, inert=lines.inert_test(state))
         result = scan(lines.text, stack, options, start=start)
         if result.stopped_at is not None or lines.end_line >= end_line:
             return _BlockScan(lines, result.stack, result.stopped_at)
