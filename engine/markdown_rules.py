@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import re
 from bisect import bisect_right
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from markdown_it import MarkdownIt
@@ -43,7 +43,6 @@ from engine.markdown_regions import (
     Frame,
     FrameKind,
     ScanOptions,
-    ScanResult,
     container_opener,
     escaped,
     is_fence_closer,
@@ -386,6 +385,9 @@ class _Stripper:
         # How many of `stack` were open before the table being read (engine.markdown_regions:
         # a `</section>` in its cells ends none of them in a browser).
         self.opened_before_table = 0
+        # Whether a cell of the table being read opened a container glued by removing a
+        # part: its rows are then read as the author's lines, a `:::` row closing it.
+        self.cells_read_as_lines = False
         # Level of the GM heading whose section is being cut, if any.
         self._cut_level: int | None = None
         # Quotes and list items open around the block being read, and the fewest around
@@ -453,10 +455,11 @@ class _Stripper:
         elif token.type in _CONTAINERS_CLOSING:
             self.depth -= 1
         if token.type == REMOVED_BLOCK:
-            self.stack.extend(token.meta["stack"])
+            self.stack.extend(map(self._at_depth, token.meta["stack"]))
             return False
         if token.type == "table_open":
             self.opened_before_table = len(self.stack)
+            self.cells_read_as_lines = False
         if token.type == DROPPED_TEXT:
             self._read_dropped(token.content, mid_row=bool(token.meta.get("mid_row")))
             return False
@@ -639,20 +642,27 @@ class _Stripper:
         token.content = kept if not kept or kept.endswith("\n") else kept.rstrip(" \t") + "\n"
         self.stack = result.stack
 
+    def _at_depth(self, frame: Frame) -> Frame:
+        """A region left open by a removed block, read at the quotes and list items around
+        the block: its block rule scanned it at depth 0, so a container opened in `> :::gm`
+        is closed by a `> :::` in a later quote as by one in its own."""
+        if frame.kind is not FrameKind.CONTAINER:
+            return frame
+        return replace(frame, markers=frame.markers + self.depth)
+
     def _read_dropped(self, text: str, *, mid_row: bool) -> None:
         """Text the parser dropped: never published, but its openers and GM headings
         (Markdown or HTML) count. Cells beyond a table's header (`mid_row`, one a line)
         are read both at a line's start and after the pipe they follow, and the reading
         leaving more regions open wins: `:::gm` there opens, `:::` there closes nothing.
         Table rows in text nested too deep are read as written and one cell a line."""
-        result = self._scan_dropped(text)
+        stack, kept = self._dropped_reading(text)
         other = _other_dropped_reading(text, mid_row=mid_row)
         if other != text:
-            other_result = self._scan_dropped(other)
-            if len(other_result.stack) > len(result.stack):
-                result, text = other_result, other
-        kept = remove_ranges(text, result.removed)
-        self.stack = result.stack
+            other_stack, other_kept = self._dropped_reading(other)
+            if len(other_stack) > len(stack):
+                stack, kept = other_stack, other_kept
+        self.stack = stack
         self._continue_open_heading(kept)
         for block in (kept, *dropped_blocks(kept)):
             for heading, verdict in judged_html_headings(block):
@@ -662,9 +672,21 @@ class _Stripper:
             if line is not None:
                 self._cut_from(line[1])
 
-    def _scan_dropped(self, text: str) -> ScanResult:
-        options = ScanOptions(fences=True, inert=_inert_test(text, raw_html=False), depth=self.depth)
-        return scan(text, self.stack, options)
+    def _dropped_reading(self, text: str) -> tuple[list[Frame], str]:
+        """The regions open after dropped `text` and the text kept of it. A line that
+        removing a part glued into a GM container's opening line (a cell beyond the
+        header `%% x %%:::gm`) opens the container there, as a paragraph's line does
+        (`_open_glued_containers`)."""
+        result = scan(text, self.stack, self._dropped_options(text))
+        kept = remove_ranges(text, result.removed)
+        offset = _glued_container_line(kept) if kept != text else None
+        if offset is None:
+            return result.stack, kept
+        glued = scan(kept, [], self._dropped_options(kept), offset)
+        return glued.stack + result.stack, remove_ranges(kept, glued.removed)
+
+    def _dropped_options(self, text: str) -> ScanOptions:
+        return ScanOptions(fences=True, inert=_inert_test(text, raw_html=False), depth=self.depth)
 
     def _strip_inline(self, token: Token, parent: Token | None) -> None:
         is_heading = parent is not None and parent.type == "heading_open"
@@ -672,10 +694,12 @@ class _Stripper:
         line_start = setext or (parent is not None and parent.type == "paragraph_open")
         in_cell = parent is not None and parent.type in _CELLS
         if self.stack or not opens_nothing(token.content):
-            kept = self._scan_inline(token, line_start, in_cell=in_cell)
-            if line_start and kept != token.content.strip():
-                # Something was removed: its removal may have glued an opening line.
-                kept = self._open_glued_containers(kept)
+            as_line = line_start or (in_cell and self.cells_read_as_lines and bool(self.stack))
+            kept = self._scan_inline(token, as_line, in_cell=in_cell)
+            if (line_start or in_cell) and kept != token.content.strip():
+                # Something was removed: its removal may have glued an opening line (a
+                # table row's cell is a line of the author's too: `%% x %%:::gm`).
+                kept = self._open_glued_containers(kept, in_cell=in_cell)
         else:
             kept = token.content.strip()
         if parent is not None and parent is self.setext_after_cut:
@@ -718,7 +742,7 @@ class _Stripper:
             kept = kept[:offset].rstrip()
         token.content = kept
 
-    def _open_glued_containers(self, kept: str) -> str:
+    def _open_glued_containers(self, kept: str, *, in_cell: bool) -> str:
         """`kept` without a GM container whose opening line removing a part glued
         together (`%% x %%:::gm`, `:::g<!-- x -->m`): the line reads as one once the part
         is gone, and so it opens one here, as it would when the output is read again."""
@@ -728,8 +752,12 @@ class _Stripper:
         _, code = _parse_inline(self.state.md, kept, self.block_references)
         # The scan opens the container at that line and runs to its closer, nesting what
         # opens after it; what opened later in the token (and ran to its end) stays above.
-        result = scan(kept, [], ScanOptions(code=code, escapes=True, inert=_inert_test(kept, raw_html=False)), offset)
+        # At the block's depth, as its other lines are: a closer in a later block of the
+        # same quote or list item closes it.
+        options = ScanOptions(code=code, escapes=True, inert=_inert_test(kept, raw_html=False), depth=self.depth)
+        result = scan(kept, [], options, offset)
         self.stack = result.stack + self.stack
+        self.cells_read_as_lines = self.cells_read_as_lines or (in_cell and bool(result.stack))
         return remove_ranges(kept, result.removed).strip()
 
     def _scan_inline(self, token: Token, line_start: bool, *, in_cell: bool) -> str:
