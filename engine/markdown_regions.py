@@ -141,6 +141,11 @@ class ScanOptions:
     # container's closer nested deeper than its opener closes nothing, whether the
     # parser stripped the markers (a quote's paragraph) or they are in the text.
     depth: int = 0
+    # Offsets of the text's lazy continuation lines (a paragraph line that shows fewer
+    # quote markers or less indentation than its block): the parser keeps them at the
+    # block's depth, but as written they stand at none, so a closer there closes as one
+    # outside the quotes and list items would.
+    lazy_lines: frozenset[int] = frozenset()
 
 
 @dataclass(frozen=True, slots=True)
@@ -393,6 +398,10 @@ class _Scanner:
 
     # -- whole lines -------------------------------------------------------------------
 
+    def _depth_at(self, line_start: int) -> int:
+        """Quotes and list items around the line at `line_start` beyond its own markers."""
+        return 0 if line_start in self.options.lazy_lines else self.options.depth
+
     def _line(self, position: int) -> int | None:
         """Handle a line that opens, closes or nests a line-based region.
 
@@ -417,7 +426,8 @@ class _Scanner:
                 # container under it, and the section goes on to its end tag.
                 closer = _container_closer(without_container_prefix(stripped))
                 surely_markup = not self._inert(position + len(line) - len(stripped))
-                if closer and indent <= 3 and _closes(closer, stripped, self.options.depth, below) and surely_markup:
+                closes = closer is not None and _closes(closer, stripped, self._depth_at(position), below)
+                if closes and indent <= 3 and surely_markup:
                     del self.stack[-2]
                     return after
             # Rule 1 is about lines: a GM container opened inside a secret section runs to
@@ -445,7 +455,7 @@ class _Scanner:
             closer = _container_closer(without_container_prefix(stripped))
             if closer:
                 surely_markup = not self._inert(position + len(line) - len(stripped))
-                if indent <= 3 and _closes(closer, stripped, self.options.depth, top) and surely_markup:
+                if indent <= 3 and _closes(closer, stripped, self._depth_at(position), top) and surely_markup:
                     self._pop(after)
                 return after
             if self._open_fence(line):

@@ -781,10 +781,32 @@ class _Stripper:
                 inert=self.source_inert.test_for(token.map, token.content, _inert_test(token.content, raw_html=False)),
                 opened_outside_cell=self.opened_before_table if in_cell else 0,
                 depth=self.depth,
+                lazy_lines=self._lazy_lines(token) if self.depth and not in_cell else frozenset(),
             ),
         )
         self.stack = result.stack
         return remove_ranges(token.content, result.removed).strip()
+
+    def _lazy_lines(self, token: Token) -> frozenset[int]:
+        """Offsets in a paragraph's content of its lazy continuation lines: those whose
+        source line shows fewer quote markers than its first line, or starts left of
+        where its first line's text does (CommonMark lets only a paragraph's continuation
+        text stand outside the quotes and list items it is in)."""
+        if token.map is None:
+            return frozenset()
+        lines = token.content.split("\n")
+        source = self.source_lines[token.map[0] : token.map[0] + len(lines)]
+        if len(source) != len(lines):
+            return frozenset()
+        first_quotes, first_column = _written_depth(source[0])
+        lazy: set[int] = set()
+        offset = len(lines[0]) + 1
+        for line, written in zip(lines[1:], source[1:], strict=True):
+            quotes, column = _written_depth(written)
+            if quotes < first_quotes or (quotes == first_quotes and column < first_column):
+                lazy.add(offset)
+            offset += len(line) + 1
+        return frozenset(lazy)
 
     def _gm_heading_levels(self, text: str) -> list[int]:
         """Levels of the GM headings written among the lines of a paragraph's `text`."""
@@ -889,3 +911,18 @@ def _is_empty(kind: str, parent: str, inner: list[Token]) -> bool:
     if kind == "table_open":
         return not any(token.type == "tbody_open" for token in inner) and no_text()
     return all(token.type == "inline" and not token.content.strip() for token in inner)
+
+
+_QUOTE_PREFIX = re.compile(r"(?:[ \t]*>)*")
+_LIST_ITEM_PREFIX = re.compile(r"[ \t]*(?:(?:[-*+]|\d{1,9}[.)])(?:[ \t]+|$))*[ \t]*")
+
+
+def _written_depth(line: str) -> tuple[int, int]:
+    """A source line's quote markers and the column where its text starts after them
+    (and after any list markers), tabs expanded."""
+    quotes = _QUOTE_PREFIX.match(line)
+    assert quotes is not None  # the pattern matches the empty string
+    rest = line[quotes.end() :]
+    items = _LIST_ITEM_PREFIX.match(rest)
+    assert items is not None
+    return quotes.group().count(">"), len(rest[: items.end()].expandtabs(4))
