@@ -44,8 +44,12 @@ GM_HEADINGS = ["GM", "GM only", "gm-only:", "GM notes", "**GM Secrets**", "DM", 
 GM_HEADINGS += ["GM notes {#plot .unnumbered}"]
 # Look-alikes: a zero-width space inside, fullwidth letters, a direction mark, a no-break hyphen.
 GM_HEADINGS += ["G\u200bM", "\uff27\uff2d", "GM\u200e", "GM\u2011only"]
+# Armenian look-alikes: capital tiwn for S, vo and oh for n and o.
+GM_HEADINGS += ["\u054fecrets", "DM \u0578\u0585tes"]
 SECTION_TAGS = ['<section class="secret">', "<section id='s1' class='secret'>", '<SECTION CLASS=secret data-x="a>b">']
 # Tags whose class comes after more than the first 4 KB or 32 lines read of them.
+# Cyrillic dze and ie in the class.
+SECTION_TAGS += ['<section class="\u0455ecr\u0435t">']
 SECTION_TAGS += [f'<section style="{"x" * 5000}" class="secret">', "<section\n" + "data-a=1\n" * 40 + "class=secret>"]
 FORMS = ["container", "html", "obsidian", "section", "gm_heading"]
 CLOSERS = {"container": ":::", "html": "-->", "obsidian": "%%", "section": "</section>"}
@@ -60,10 +64,13 @@ def _inert_closer(draw: st.DrawFn, doc: GeneratedDocument, closer: str) -> str:
         # (README: an over-removal, by choice). A bogus comment that the `-->` ends is
         # comment text, which holds no closer.
         places = [place for place in places if not place.endswith("fence") and place not in _ENDED_BY_ITS_CLOSER]
+    places += _CLOSER_ONLY_PLACES.get(closer, {})
     place = draw(st.sampled_from(places))
     if place == "escaped" and not closer.startswith("<"):
         place = "code"  # only a `<` is escaped away
-    return _INERT_PLACES[place].format(closer=closer, canary=doc.canary(), canary2=doc.canary())
+    template = _INERT_PLACES.get(place) or _CLOSER_ONLY_PLACES[closer][place]
+    cells = " x |" * draw(st.integers(0, 2))
+    return template.format(closer=closer, canary=doc.canary(), canary2=doc.canary(), cells=cells)
 
 
 _ENDED_BY_ITS_CLOSER = {"instruction", "declaration", "end_tag_bogus_comment"}
@@ -89,6 +96,33 @@ _INERT_PLACES = {
     "script_past_a_blank_line": "<div>\n<script>\n\n{closer}\n\n</script>\n</div>\n\n{canary}",
     "end_tag_bogus_comment": "</ {closer} > {canary}",
     "script": "<script>\n{closer}\n</script>\n{canary}",
+}
+
+
+# Places inert for one closer only (another closer there would be markup).
+_CLOSER_ONLY_PLACES: dict[str, dict[str, str]] = {
+    # A URI autolink that the `-->` ends.
+    "-->": {"autolink": "x <http://a/{closer}> {canary}", "autolink_mailto": "x <mailto:d{closer} {canary}"},
+    # A `</section>` outside its scope, which a browser ignores: in an element opened
+    # inside the section that bounds the scope, or in a table cell of a table opened
+    # after the section.
+    "</section>": {
+        "in_table": "<table><tr><td>{closer} {canary}</td></tr></table> {canary2}",
+        "in_object": "<object>{closer} {canary}</object> {canary2}",
+        "in_template": "<template>{closer} {canary}</template> {canary2}",
+        "in_select": "<select>{closer} {canary}</select> {canary2}",
+        "in_svg": "<svg><desc>{closer} {canary}</desc></svg> {canary2}",
+        "in_math": "<math><mi>{closer} {canary}</mi></math> {canary2}",
+        "in_table_over_blocks": "x <table>\n{closer} {canary}</table> {canary2}",
+        "gfm_cell": "| a |\n|---|\n| {closer} {canary} |\n\n{canary2}",
+    },
+    # A `:::` in a table cell beyond the header's count, or nested deeper (in a quote or
+    # a list item) than its container's opener.
+    ":::": {
+        "extra_cell": "| a |\n|---|\n| b |{cells} {closer} |\n\n{canary}",
+        "deeper_quote": "> {closer}\n\n{canary}",
+        "deeper_item": "- {closer}\n\n{canary}",
+    },
 }
 
 
@@ -129,7 +163,10 @@ def _removed(
         # carry a no-break space.
         indent = draw(st.sampled_from(["", "", "\t"])) if depth == 0 else ""
         closer = draw(st.sampled_from(["::::", "::::", "::::\u00a0"]))
-        return f"{indent}{draw(st.sampled_from(CONTAINER_OPENERS))}\n{body}\n{closer}"
+        # After a tab-indented opener (code) the body's last list item would take the
+        # closer in as a lazy line, deeper than the opener: it would close nothing.
+        gap = "\n\n" if indent else "\n"
+        return f"{indent}{draw(st.sampled_from(CONTAINER_OPENERS))}\n{body}{gap}{closer}"
     if form == "html":
         return f"<!--\n{body}\n-->"
     if form == "obsidian":
@@ -141,6 +178,8 @@ def _removed(
 
 # Setext underlines of level 2 that markdown-it reads as paragraph text: after a no-break
 # space, before one, and fullwidth.
+# Setext underlines after a form feed or a vertical tab (read as a space).
+_SPACE_LIKE_UNDERLINES = ("\f---", "\v---", "\f --", "\v\f---")  # level 2, as the others
 _LOOK_ALIKE_DASHES = ("\u00a0---", "---\u00a0", "\uff0d\uff0d\uff0d")
 
 
@@ -162,6 +201,8 @@ def _gm_heading_line(draw: st.DrawFn, doc: GeneratedDocument) -> str:
         "html_with_hidden_tags": lambda: f'<h2><script>x</script><a title="</h2>">{name}</a></h2>',
         "setext_look_alike": lambda: f"{name}\n{draw(st.sampled_from(_LOOK_ALIKE_DASHES))}",
         "no_break_after_text": lambda: f"{doc.word()}\n##\u00a0{name}",
+        # A form feed or a vertical tab before the underline reads as a space.
+        "setext_after_form_feed": lambda: f"{name}\n{draw(st.sampled_from(_SPACE_LIKE_UNDERLINES))}",
     }
     return styles[draw(st.sampled_from(["atx", *styles]))]()
 
@@ -221,22 +262,64 @@ def _public(draw: st.DrawFn, doc: GeneratedDocument) -> str:
 
 
 def _dropped_opener(draw: st.DrawFn, doc: GeneratedDocument) -> str:
-    """An opener where markdown-it drops it (beyond the nesting limit or the header's
-    cell count); the body and the closer follow at the top level."""
-    form = draw(st.sampled_from(["html", "obsidian", "section", "container"]))
-    opener = {"html": "<!--", "obsidian": "%%", "section": SECTION_TAGS[0], "container": ":::gm"}[form]
-    where = draw(st.sampled_from(["deep_quote", "deep_list", "extra_cell"]))
-    if where == "deep_quote":
-        opening = ">" * draw(st.integers(19, 30)) + f" {opener}"
-    elif where == "deep_list":
-        depth = draw(st.integers(10, 16))
-        opening = "\n".join("  " * level + "- x" for level in range(depth)) + f"\n{'  ' * depth}- {opener}"
-    else:
-        if form == "container":
-            opener = "<!--"
-            form = "html"
-        opening = f"| a |\n|---|\n| b | {opener} |"
-    return f"{opening}\n\n{doc.canary()}\n\n{CLOSERS[form]}"
+    """An opener where markdown-it drops it (beyond the nesting limit, in a table nested
+    past it, or in a cell beyond the header's count), a GM heading there too, or a GM
+    setext heading continuing lazily a paragraph nested past it; the body and the closer
+    (for a GM heading, a public heading) follow at the top level."""
+    form = draw(st.sampled_from(["html", "obsidian", "section", "container", "gm_heading"]))
+    name = draw(st.sampled_from(GM_HEADINGS))
+    opener = {
+        "html": "<!--",
+        "obsidian": "%%",
+        "section": SECTION_TAGS[0],
+        "container": ":::gm",
+        "gm_heading": draw(st.sampled_from([f"## {name}", f"<h2>{name}"])),
+    }[form]
+    where = draw(st.sampled_from(list(_DROPPED_PLACES)))
+    opening = _DROPPED_PLACES[where](draw, opener, name)
+    closers = [] if form == "gm_heading" else [CLOSERS[form]]
+    if form == "gm_heading" or where in _SETEXT_PLACES:
+        closers.append(f"# {doc.word()}")  # a GM heading's part ends at a heading as high
+    return "\n\n".join([opening, doc.canary(), *closers])
+
+
+def _deep_list(depth: int, last: str) -> str:
+    """`last` in a list item nested `depth` deep; its further lines lined up under its text."""
+    first, *rest = last.split("\n")
+    lines = ["  " * level + "- x" for level in range(depth)] + [f"{'  ' * depth}- {first}"]
+    return "\n".join(lines + [f"{'  ' * (depth + 1)}{line}" for line in rest])
+
+
+def _deep_table(draw: st.DrawFn, cell: str) -> str:
+    """A table nested 18+ deep in quotes or list items, `cell` in its row after the
+    header's count (or within it, for a GM heading)."""
+    prefix = draw(st.sampled_from(["> " * draw(st.integers(18, 24)), "- " * draw(st.integers(18, 24))]))
+    extra = " x |" * draw(st.integers(0, 2))
+    rows = ["| a | b |", "|---|---|", f"| c |{extra} {cell} |"]
+    if prefix.startswith("-"):
+        indent = " " * len(prefix)
+        return "\n".join([prefix + rows[0], *(indent + row for row in rows[1:])])
+    return "\n".join(prefix + row for row in rows)
+
+
+# Where markdown-it drops an opener: (draw, opener, a GM name) -> the lines holding it
+# (`CANARY0`: text under a GM heading there, on the lines right after it).
+_DROPPED_PLACES: dict[str, Callable[[st.DrawFn, str, str], str]] = {
+    "deep_quote": lambda draw, opener, name: ">" * draw(st.integers(19, 30)) + f" {opener}",
+    "deep_list": lambda draw, opener, name: _deep_list(draw(st.integers(10, 16)), opener),
+    "extra_cell": lambda draw, opener, name: f"| a |\n|---|\n| b |{' x |' * draw(st.integers(0, 2))} {opener} |",
+    "deep_table": lambda draw, opener, name: _deep_table(draw, opener),
+    # A GM heading indented 4+ columns in text nested too deep (an item in an item).
+    "deep_list_setext": lambda draw, opener, name: _deep_list(
+        draw(st.integers(10, 14)), f"{name}\n{draw(st.sampled_from(['--', '==', '---']))}\nCANARY0\n{opener}"
+    ),
+    # Lines continuing lazily a paragraph nested too deep: a GM setext heading there.
+    "lazy_setext": lambda draw, opener, name: (
+        draw(st.sampled_from([">" * draw(st.integers(19, 26)), "- " * draw(st.integers(19, 26))]))
+        + f" {name}\n{draw(st.sampled_from(['==', '--']))}\nCANARY0\n{opener}"
+    ),
+}
+_SETEXT_PLACES = {"deep_list_setext", "lazy_setext"}
 
 
 def _wrapped(draw: st.DrawFn, block: str, *, indent_up_to: int = 3) -> str:
@@ -272,8 +355,23 @@ def _item_text_column(first_line: str) -> int:
     return column if column - 1 <= 4 else 2
 
 
+_UNCLOSED_TAILS = [
+    "container",
+    "html",
+    "obsidian",
+    "section",
+    "gm_heading",
+    "fence",
+    "fence_heading_element",
+    "fence_setext",
+    "quoted_fence_heading_element",
+]
+
+
 def _unclosed_tail(draw: st.DrawFn, doc: GeneratedDocument) -> str:
-    form = draw(st.sampled_from(["container", "html", "obsidian", "section", "gm_heading", "fence"]))
+    form = draw(st.sampled_from(list(_UNCLOSED_TAILS)))
+    name = draw(st.sampled_from(GM_HEADINGS))
+    underline = draw(st.sampled_from(["===", "---", "\f==="]))
     canary = doc.canary()
     return {
         "container": f":::gm\n{canary}",
@@ -282,6 +380,10 @@ def _unclosed_tail(draw: st.DrawFn, doc: GeneratedDocument) -> str:
         "section": f'<section class="secret">\n\n{canary}',
         "gm_heading": f"# GM\n\n{canary}",
         "fence": f"```\ncode\n:::gm\n{canary}",
+        # A GM heading element or a setext GM heading in a fence never closed.
+        "fence_heading_element": f"```\ncode\n<h2>{name}</h2>\n{canary}",
+        "fence_setext": f"~~~\ncode\n{name}\n{underline}\n{canary}",
+        "quoted_fence_heading_element": f'> ~~~\n> code\n> <h3 class="x">{name}</h3>\n> {canary}\n\n{doc.canary()}',
     }[form]
 
 
