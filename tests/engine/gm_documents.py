@@ -163,10 +163,7 @@ def _removed(
         # carry a no-break space.
         indent = draw(st.sampled_from(["", "", "\t"])) if depth == 0 else ""
         closer = draw(st.sampled_from(["::::", "::::", "::::\u00a0"]))
-        # After a tab-indented opener (code) the body's last list item would take the
-        # closer in as a lazy line, deeper than the opener: it would close nothing.
-        gap = "\n\n" if indent else "\n"
-        return f"{indent}{draw(st.sampled_from(CONTAINER_OPENERS))}\n{body}{gap}{closer}"
+        return f"{indent}{draw(st.sampled_from(CONTAINER_OPENERS))}\n{body}\n{closer}"
     if form == "html":
         return f"<!--\n{body}\n-->"
     if form == "obsidian":
@@ -176,10 +173,10 @@ def _removed(
     return f"{_gm_heading_line(draw, doc)}\n\n{body}\n\n{'#' * draw(st.integers(1, 2))} {doc.word()}"
 
 
-# Setext underlines of level 2 that markdown-it reads as paragraph text: after a no-break
-# space, before one, and fullwidth.
 # Setext underlines after a form feed or a vertical tab (read as a space).
 _SPACE_LIKE_UNDERLINES = ("\f---", "\v---", "\f --", "\v\f---")  # level 2, as the others
+# Setext underlines of level 2 that markdown-it reads as paragraph text: after a no-break
+# space, before one, and fullwidth.
 _LOOK_ALIKE_DASHES = ("\u00a0---", "---\u00a0", "\uff0d\uff0d\uff0d")
 
 
