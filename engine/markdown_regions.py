@@ -599,20 +599,28 @@ class _Scanner:
         open_at_innermost = section.inner_tags[1] if section.inner_tags is not None else 0
         if section.open_boundaries > open_at_innermost:
             return True
+        return self._in_later_markdown_table(end_tag_at, section)
+
+    def _in_later_markdown_table(self, at: int, section: Frame) -> bool:
+        """Whether `at` is in a cell of a GFM table (in raw lines) that starts after the
+        section's innermost open tag: a cell bounds the scope of an end tag in it."""
         if not self.options.fences:
             return False
         if self.markdown_tables is None:
             self.markdown_tables = markdown_tables(self.text)
-        return self.markdown_tables.inert(end_tag_at, _innermost_tag(section))
+        return self.markdown_tables.inert(at, _innermost_tag(section))
 
     def _scope_boundary(self, match: re.Match[str], index: int) -> None:
         """Count a scope-bounding start or end tag (`<table>`, `</table>`) in the section
         frame at `index`: a start tag like an opener, wherever it might be markup (not
-        escaped), an end tag like a closer, only where it surely is."""
+        escaped), an end tag like a closer, only where it surely is (not in a cell of a
+        table the section holds: there it ends at most that table)."""
         end_tag = match.group().startswith("</")
         if self._escaped(match.start()) or (end_tag and self._inert(match.start())):
             return
         section = self.stack[index]
+        if end_tag and self._in_later_markdown_table(match.start(), section):
+            return
         change = -1 if end_tag else 1
         self.stack[index] = replace(section, open_boundaries=max(section.open_boundaries + change, 0))
 
