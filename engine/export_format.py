@@ -77,10 +77,9 @@ def _not_too_dense(value: str) -> str:
         raise PydanticCustomError(
             "markdown_too_dense",
             "Markdown too dense to render in time: {lines} non-blank lines, {nested} nested list markers, "
-            "{markup} markup characters, {autolinks} possible autolinks and {rescans} lines read again after quotes "
-            "in {size} bytes weigh {units} render "
-            "units, over the {budget} allowed for its size (split it into several records or write fewer, longer "
-            "lines)",
+            "{markup} markup characters, {autolinks} possible autolinks and {rescans} lines read again after "
+            "quotes in {size} bytes weigh {units} render units, over the {budget} allowed for its size (split it "
+            "into several records or write fewer, longer lines)",
             {
                 "lines": cost.lines,
                 "nested": cost.nested_markers,

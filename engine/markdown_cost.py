@@ -154,10 +154,7 @@ def _quote_rescans(text: str) -> int:
     continuing a quote's paragraph (`> a`, `b`) is read once."""
     if _QUOTE_LINE.search(text) is None:
         return 0
-    depths = [
-        -1 if not line or line.isspace() else _CONTAINER_MARKERS.match(line).group().count(">")  # type: ignore[union-attr]
-        for line in _LINES.split(text)
-    ]
+    depths = [_quote_depth(line) for line in _LINES.split(text)]
     rescans = 0
     run_below = 0  # non-blank lines from this one to the end of its run
     for number in range(len(depths) - 1, 0, -1):
@@ -168,3 +165,11 @@ def _quote_rescans(text: str) -> int:
         if depths[number] < depths[number - 1]:
             rescans += run_below
     return rescans
+
+
+def _quote_depth(line: str) -> int:
+    """The quote markers among a line's container markers; -1 for a blank line."""
+    if not line or line.isspace():
+        return -1
+    markers = _CONTAINER_MARKERS.match(line)
+    return markers.group().count(">") if markers else 0
