@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import re
 from bisect import bisect_right
+from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 from typing import Any
 
@@ -43,6 +44,7 @@ from engine.markdown_regions import (
     Frame,
     FrameKind,
     ScanOptions,
+    ScanResult,
     container_opener,
     escaped,
     is_fence_closer,
@@ -679,10 +681,9 @@ class _Stripper:
         (`_open_glued_containers`)."""
         result = scan(text, self.stack, self._dropped_options(text))
         kept = remove_ranges(text, result.removed)
-        offset = _glued_container_line(kept) if kept != text else None
-        if offset is None:
+        glued = _scan_glued_container(kept, self._dropped_options) if kept != text else None
+        if glued is None:
             return result.stack, kept
-        glued = scan(kept, [], self._dropped_options(kept), offset)
         return glued.stack + result.stack, remove_ranges(kept, glued.removed)
 
     def _dropped_options(self, text: str) -> ScanOptions:
@@ -746,19 +747,20 @@ class _Stripper:
         """`kept` without a GM container whose opening line removing a part glued
         together (`%% x %%:::gm`, `:::g<!-- x -->m`): the line reads as one once the part
         is gone, and so it opens one here, as it would when the output is read again."""
-        offset = _glued_container_line(kept)
-        if offset is None:
+        result = _scan_glued_container(kept, self._glued_inline_options)
+        if result is None:
             return kept
-        _, code = _parse_inline(self.state.md, kept, self.block_references)
-        # The scan opens the container at that line and runs to its closer, nesting what
-        # opens after it; what opened later in the token (and ran to its end) stays above.
-        # At the block's depth, as its other lines are: a closer in a later block of the
-        # same quote or list item closes it.
-        options = ScanOptions(code=code, escapes=True, inert=_inert_test(kept, raw_html=False), depth=self.depth)
-        result = scan(kept, [], options, offset)
+        # What opened later in the token (and ran to its end) stays above the container.
         self.stack = result.stack + self.stack
         self.cells_read_as_lines = self.cells_read_as_lines or (in_cell and bool(result.stack))
         return remove_ranges(kept, result.removed).strip()
+
+    def _glued_inline_options(self, kept: str) -> ScanOptions:
+        """How to scan an inline token's kept text for a glued container: with its code
+        spans, at the block's depth as its other lines are (a closer in a later block of
+        the same quote or list item closes it)."""
+        _, code = _parse_inline(self.state.md, kept, self.block_references)
+        return ScanOptions(code=code, escapes=True, inert=_inert_test(kept, raw_html=False), depth=self.depth)
 
     def _scan_inline(self, token: Token, line_start: bool, *, in_cell: bool) -> str:
         """The content of an inline token without its GM-only ranges."""
@@ -839,13 +841,15 @@ class _Stripper:
         return is_gm_heading_text(_plain_text(children))
 
 
-def _glued_container_line(kept: str) -> int | None:
-    """Offset of the first line of a paragraph's kept text that reads as a GM container's
-    opening line (markdown-it took any such line of its source for one already)."""
+def _scan_glued_container(kept: str, options_for: Callable[[str], ScanOptions]) -> ScanResult | None:
+    """The scan of `kept` (a block's text once parts are removed) from its first line that
+    reads as a GM container's opening line, None when none does (markdown-it took any such
+    line of its source for one already): the removal glued that line together, and it opens
+    the container there, up to its closer, nesting what opens after it."""
     offset = 0
     for line in kept.split("\n"):
         if container_opener(line.lstrip(" \t"), look_alike_markers=True):
-            return offset
+            return scan(kept, [], options_for(kept), offset)
         offset += len(line) + 1
     return None
 
