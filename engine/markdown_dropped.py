@@ -64,6 +64,65 @@ def _too_deep_rule(state: StateBlock, start_line: int, end_line: int, silent: bo
     return True
 
 
+def dropped_from_level(md: MarkdownIt) -> int:
+    """The nesting level from which markdown-it drops a block (`_too_deep_rule` takes it)."""
+    return int(md.options.maxNesting) - _NESTING_MARGIN
+
+
+# One quote or list marker of a line's prefix, with the indentation before it.
+_PREFIX_MARKER = re.compile(r"[ \t]*(>|[-+*](?=[ \t]|$)|\d{1,9}[.)](?=[ \t]|$))")
+# Open quotes and list items as a line leaves them: (the column their content starts at,
+# the nesting level inside), outermost first.
+_Nesting = list[tuple[int, int]]
+
+
+def maybe_dropped_spans(text: str, level: int, limit: int) -> list[tuple[int, int]]:
+    """Runs of raw `text` (lines of a block at nesting `level`) that markdown-it may drop
+    as nested `limit` levels deep or more, read before any parse, as an upper bound: a
+    line whose markers, with the items its indentation places it in, could nest it that
+    deep (a quote one level, a list item two), and the lines after it up to a blank one,
+    which may continue its paragraph lazily. Text without markers nests in nothing (an
+    HTML block indented however deep). A closer there may not be markup."""
+    spans: list[tuple[int, int]] = []
+    position = 0
+    run_start: int | None = None
+    nesting: _Nesting = []
+    in_paragraph = False
+    for line in text.split("\n"):
+        if not line.strip(" \t"):
+            if run_start is not None:
+                spans.append((run_start, position))
+                run_start = None
+            in_paragraph = False
+        else:
+            depth, nesting = _nested(line.expandtabs(4), nesting, lazy=in_paragraph, deepest=limit - level)
+            if run_start is None and depth >= limit - level:
+                run_start = position
+            in_paragraph = True
+        position += len(line) + 1
+    if run_start is not None:
+        spans.append((run_start, len(text)))
+    return spans
+
+
+def _nested(line: str, nesting: _Nesting, *, lazy: bool, deepest: int) -> tuple[int, _Nesting]:
+    """The level of `line`'s text and the nesting it leaves: its indentation keeps the
+    items whose content it reaches (all of them on a line that may continue a paragraph
+    lazily), and its markers open more, read up to level `deepest` (so that a line of
+    thousands of markers costs no more to the lines after it than one of `deepest`)."""
+    indentation = len(line) - len(line.lstrip(" "))
+    marker = _PREFIX_MARKER.match(line)
+    if marker is None and lazy:
+        return (nesting[-1][1] if nesting else 0), nesting
+    kept = [entry for entry in nesting if entry[0] <= indentation]
+    depth = kept[-1][1] if kept else 0
+    while marker is not None and depth < deepest:
+        depth += 1 if marker.group(1) == ">" else 2
+        kept.append((marker.end() + 1, depth))
+        marker = _PREFIX_MARKER.match(line, marker.end())
+    return depth, kept
+
+
 def _continues_lazily(state: StateBlock, line: int, end_line: int) -> bool:
     """Whether `line`, right after a line of the dropped block, may be a lazy continuation
     of a paragraph there: a quote marked it so, or no block that ends a paragraph starts

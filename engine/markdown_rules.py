@@ -29,7 +29,14 @@ from markdown_it.rules_inline import StateInline, backtick
 from markdown_it.token import Token
 
 from engine.html_tags import html_text, is_line_break
-from engine.markdown_dropped import DROPPED_TEXT, cells_one_a_line, dropped_blocks, dropped_parts_plugin
+from engine.markdown_dropped import (
+    DROPPED_TEXT,
+    cells_one_a_line,
+    dropped_blocks,
+    dropped_from_level,
+    dropped_parts_plugin,
+    maybe_dropped_spans,
+)
 from engine.markdown_headings import (
     HtmlHeading,
     browser_heading_starts,
@@ -145,9 +152,11 @@ class _BlockLines:
 
         # Its own lines too: in a quote, the source holds `>` markers that end a tag there.
         own_inert = inert_spans(self.text, lambda at: source.in_raw_html(in_source(at))).inert
+        # Lines the parser may drop for nesting too deep hold no markup it renders.
+        deep_inert = spans_test(maybe_dropped_spans(self.text, state.level, dropped_from_level(state.md)))
 
         def inert(at: int, opened_at: int) -> bool:
-            if own_inert(at, opened_at):
+            if own_inert(at, opened_at) or deep_inert(at, opened_at):
                 return True
             return source_inert(in_source(at), in_source(opened_at) if opened_at >= 0 else -1)
 
@@ -687,7 +696,7 @@ class _Stripper:
         return glued.stack + result.stack, remove_ranges(kept, glued.removed)
 
     def _dropped_options(self, text: str) -> ScanOptions:
-        return ScanOptions(fences=True, inert=_inert_test(text, raw_html=False), depth=self.depth)
+        return ScanOptions(fences=True, inert=_opened_here_only(_inert_test(text, raw_html=False)), depth=self.depth)
 
     def _strip_inline(self, token: Token, parent: Token | None) -> None:
         is_heading = parent is not None and parent.type == "heading_open"
@@ -852,6 +861,17 @@ def _scan_glued_container(kept: str, options_for: Callable[[str], ScanOptions]) 
             return scan(kept, [], options_for(kept), offset)
         offset += len(line) + 1
     return None
+
+
+def _opened_here_only(inert: InertTest) -> InertTest:
+    """Closers in dropped text end only what opened in it: the rendered token stream has
+    no such text, so a `-->`, `</section>`, `</table>` or `%%` there ends nothing opened
+    before it (a `%%` there leaves its comment open to the end, as an unsure one does)."""
+
+    def test(at: int, opened_at: int) -> bool:
+        return opened_at < 0 or inert(at, opened_at)
+
+    return test
 
 
 def _inert_test(text: str, *, raw_html: bool) -> InertTest:
