@@ -99,6 +99,13 @@ _INERT_PLACES = {
 }
 
 
+def _deep_list(depth: int, last: str) -> str:
+    """`last` in a list item nested `depth` deep; its further lines lined up under its text."""
+    first, *rest = last.split("\n")
+    lines = ["  " * level + "- x" for level in range(depth)] + [f"{'  ' * depth}- {first}"]
+    return "\n".join(lines + [f"{'  ' * (depth + 1)}{line}" for line in rest])
+
+
 # Places inert for one closer only (another closer there would be markup).
 _CLOSER_ONLY_PLACES: dict[str, dict[str, str]] = {
     # A URI autolink that the `-->` ends.
@@ -115,6 +122,10 @@ _CLOSER_ONLY_PLACES: dict[str, dict[str, str]] = {
         "in_math": "<math><mi>{closer} {canary}</mi></math> {canary2}",
         "in_table_over_blocks": "x <table>\n{closer} {canary}</table> {canary2}",
         "gfm_cell": "| a |\n|---|\n| {closer} {canary} |\n\n{canary2}",
+        # On a line the parser drops (nested too deep, or continuing a paragraph there).
+        "dropped_quote": "> " * 20 + "{closer} {canary}\n\n{canary2}",
+        "dropped_lazy_line": "> " * 20 + "x\n{closer} {canary}\n\n{canary2}",
+        "dropped_list": _deep_list(9, "{closer} {canary}") + "\n\n{canary2}",
     },
     # A `:::` in a table cell beyond the header's count, or nested deeper (in a quote or
     # a list item) than its container's opener.
@@ -278,13 +289,6 @@ def _dropped_opener(draw: st.DrawFn, doc: GeneratedDocument) -> str:
     if form == "gm_heading" or where in _SETEXT_PLACES:
         closers.append(f"# {doc.word()}")  # a GM heading's part ends at a heading as high
     return "\n\n".join([opening, doc.canary(), *closers])
-
-
-def _deep_list(depth: int, last: str) -> str:
-    """`last` in a list item nested `depth` deep; its further lines lined up under its text."""
-    first, *rest = last.split("\n")
-    lines = ["  " * level + "- x" for level in range(depth)] + [f"{'  ' * depth}- {first}"]
-    return "\n".join(lines + [f"{'  ' * (depth + 1)}{line}" for line in rest])
 
 
 def _deep_table(draw: st.DrawFn, cell: str) -> str:
