@@ -133,6 +133,11 @@ class ScanOptions:
     stop_when_closed: bool = False
     # Where a closer might not be markup (engine.markdown_inert): it closes nothing there.
     inert: InertTest = never_inert
+    # Where the parser drops the text (nested past its limit, a cell beyond the header):
+    # the rendered token stream holds no end tag there, so a `</section>` or `</table>`
+    # there ends nothing opened before it. Comment closers still close: a comment is read
+    # in the source as written (an HTML block holds such a line; Obsidian reads text).
+    unrendered: InertTest = never_inert
     # In a table cell's text, the number of regions open before its table: a browser
     # ignores a `</section>` in a cell whose section was opened outside the table (the
     # cell bounds the end tag's scope).
@@ -576,7 +581,7 @@ class _Scanner:
             self.stack[index] = replace(section, size=section.size + 1, inner_tags=nested)
             return match.end()
         rest = _END_TAG_REST.match(self.text, match.end())
-        if rest is None or self._inert(match.start()) or self._out_of_scope(match.start(), index):
+        if rest is None or self._not_an_end_tag(match.start(), section) or self._out_of_scope(match.start(), index):
             return None  # not an end tag, or not surely one, or one a browser ignores
         if section.size > 1:
             inner = section.inner_tags
@@ -586,6 +591,10 @@ class _Scanner:
         else:
             del self.stack[index]
         return rest.end()
+
+    def _not_an_end_tag(self, at: int, section: Frame) -> bool:
+        """Whether an end tag at `at` might not be markup, or is not rendered, for `section`."""
+        return self._inert(at) or self.options.unrendered(at, _innermost_tag(section))
 
     def _out_of_scope(self, end_tag_at: int, index: int) -> bool:
         """Whether a browser ignores a `</section>` at `end_tag_at` for the section frame
@@ -616,9 +625,9 @@ class _Scanner:
         escaped), an end tag like a closer, only where it surely is (not in a cell of a
         table the section holds: there it ends at most that table)."""
         end_tag = match.group().startswith("</")
-        if self._escaped(match.start()) or (end_tag and self._inert(match.start())):
-            return
         section = self.stack[index]
+        if self._escaped(match.start()) or (end_tag and self._not_an_end_tag(match.start(), section)):
+            return
         if end_tag and self._in_later_markdown_table(match.start(), section):
             return
         change = -1 if end_tag else 1

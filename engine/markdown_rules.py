@@ -152,15 +152,18 @@ class _BlockLines:
 
         # Its own lines too: in a quote, the source holds `>` markers that end a tag there.
         own_inert = inert_spans(self.text, lambda at: source.in_raw_html(in_source(at))).inert
-        # Lines the parser may drop for nesting too deep hold no markup it renders.
-        deep_inert = spans_test(maybe_dropped_spans(self.text, state.level, dropped_from_level(state.md)))
 
         def inert(at: int, opened_at: int) -> bool:
-            if own_inert(at, opened_at) or deep_inert(at, opened_at):
+            if own_inert(at, opened_at):
                 return True
             return source_inert(in_source(at), in_source(opened_at) if opened_at >= 0 else -1)
 
         return inert
+
+    def unrendered_test(self, state: StateBlock) -> InertTest:
+        """Where the parser may drop these lines, read before it parses them (nested too
+        deep, or continuing a paragraph there): an end tag there is not rendered."""
+        return spans_test(maybe_dropped_spans(self.text, state.level, dropped_from_level(state.md)))
 
 
 @dataclass(frozen=True, slots=True)
@@ -172,7 +175,9 @@ class _BlockScan:
 
 def _scan_block(state: StateBlock, lines: _BlockLines, stack: list[Frame], start: int, end_line: int) -> _BlockScan:
     while True:
-        options = ScanOptions(fences=True, stop_when_closed=True, inert=lines.inert_test(state))
+        options = ScanOptions(
+            fences=True, stop_when_closed=True, inert=lines.inert_test(state), unrendered=lines.unrendered_test(state)
+        )
         result = scan(lines.text, stack, options, start=start)
         if result.stopped_at is not None or lines.end_line >= end_line:
             return _BlockScan(lines, result.stack, result.stopped_at)
@@ -696,7 +701,9 @@ class _Stripper:
         return glued.stack + result.stack, remove_ranges(kept, glued.removed)
 
     def _dropped_options(self, text: str) -> ScanOptions:
-        return ScanOptions(fences=True, inert=_opened_here_only(_inert_test(text, raw_html=False)), depth=self.depth)
+        return ScanOptions(
+            fences=True, inert=_inert_test(text, raw_html=False), unrendered=_opened_before, depth=self.depth
+        )
 
     def _strip_inline(self, token: Token, parent: Token | None) -> None:
         is_heading = parent is not None and parent.type == "heading_open"
@@ -863,15 +870,9 @@ def _scan_glued_container(kept: str, options_for: Callable[[str], ScanOptions]) 
     return None
 
 
-def _opened_here_only(inert: InertTest) -> InertTest:
-    """Closers in dropped text end only what opened in it: the rendered token stream has
-    no such text, so a `-->`, `</section>`, `</table>` or `%%` there ends nothing opened
-    before it (a `%%` there leaves its comment open to the end, as an unsure one does)."""
-
-    def test(at: int, opened_at: int) -> bool:
-        return opened_at < 0 or inert(at, opened_at)
-
-    return test
+def _opened_before(at: int, opened_at: int) -> bool:
+    """In dropped text, whatever opened before it (in an earlier text)."""
+    return opened_at < 0
 
 
 def _inert_test(text: str, *, raw_html: bool) -> InertTest:
