@@ -71,6 +71,8 @@ def dropped_from_level(md: MarkdownIt) -> int:
 
 # One quote or list marker of a line's prefix, with the indentation before it.
 _PREFIX_MARKER = re.compile(r"[ \t]*(>|[-+*](?=[ \t]|$)|\d{1,9}[.)](?=[ \t]|$))")
+# A thematic break from a list marker's place on: `* * * * * * * * * *` is no ten items.
+_THEMATIC_BREAK = re.compile(r"[ \t]*(?:(?:\*[ \t]*){3,}|(?:-[ \t]*){3,}|(?:_[ \t]*){3,})$")
 # Open quotes and list items as a line leaves them: (the column their content starts at,
 # the nesting level inside), outermost first.
 _Nesting = list[tuple[int, int]]
@@ -117,6 +119,8 @@ def _nested(line: str, nesting: _Nesting, *, lazy: bool, deepest: int) -> tuple[
     kept = [entry for entry in nesting if entry[0] <= indentation]
     depth = kept[-1][1] if kept else 0
     while marker is not None and depth < deepest:
+        if marker.group(1) != ">" and _THEMATIC_BREAK.match(line, marker.start()):
+            break
         depth += 1 if marker.group(1) == ">" else 2
         kept.append((marker.end() + 1, depth))
         marker = _PREFIX_MARKER.match(line, marker.end())
