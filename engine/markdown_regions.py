@@ -206,6 +206,22 @@ def _container_closer(line: str) -> re.Match[str] | None:
     return _CONTAINER_CLOSER_PATTERN.match(fold_lookalikes(line).lstrip(" "))
 
 
+def container_line(line: str) -> tuple[int, bool] | None:
+    """A `:::` line of any container (`::: handout`, a Pandoc div, or its closing `:::`)
+    in a paragraph's text, read as the author sees it: its colon count and whether it
+    closes; None for any other line, and for a closing line indented as code (four
+    columns or more: markdown-it-container and Pandoc read it as text)."""
+    if folds_to_none_of(line, ":"):
+        return None
+    indent, stripped = _indentation(line)
+    folded = fold_lookalikes(stripped).lstrip(" ")
+    closer = _CONTAINER_CLOSER_PATTERN.match(folded)
+    if closer is not None:
+        return (len(closer.group(1)), True) if indent <= 3 else None
+    opener = _NESTED_CONTAINER_OPENER.match(folded)
+    return None if opener is None else (len(opener.group(1)), False)
+
+
 def remove_ranges(text: str, ranges: Sequence[tuple[int, int]]) -> str:
     """`text` without the (sorted) ranges.
 

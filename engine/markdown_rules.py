@@ -52,6 +52,7 @@ from engine.markdown_regions import (
     FrameKind,
     ScanOptions,
     ScanResult,
+    container_line,
     container_opener,
     escaped,
     is_fence_closer,
@@ -61,6 +62,7 @@ from engine.markdown_regions import (
 )
 from engine.markdown_section_tags import secret_section_tag_end
 from engine.markdown_source import SourceInert
+from engine.markdown_text import without_container_prefix
 
 # Token standing for a block the block rules consumed; `meta["stack"]` holds the regions
 # still open at its end (a container left unclosed inside a list item goes on after it).
@@ -406,6 +408,10 @@ class _Stripper:
         # `## GM`) ends nothing.
         self.depth = 0
         self.cut_depth = 0
+        # Ordinary containers (`::: handout`, a Pandoc div) opened in the cut and still
+        # open, innermost last: (colons of the opening line, depth it stands at). A heading
+        # inside one is nested deeper than the GM heading, as in a quote, and ends nothing.
+        self.divs_in_cut: list[tuple[int, int]] = []
         # The setext heading that ended a cut: its lines but the last were under it.
         self.setext_after_cut: Token | None = None
         self.open_heading: _OpenHeading | None = None
@@ -453,6 +459,8 @@ class _Stripper:
     def cut_level(self, level: int | None) -> None:
         if level is not None:
             self.cut_depth = self.depth if self._cut_level is None else min(self.cut_depth, self.depth)
+        if level is None or self._cut_level is None:
+            self.divs_in_cut = []
         self._cut_level = level
 
     @property
@@ -465,6 +473,8 @@ class _Stripper:
             self.depth += 1
         elif token.type in _CONTAINERS_CLOSING:
             self.depth -= 1
+            # markdown-it-container and Pandoc end a div with the quote or list item it is in.
+            self.divs_in_cut = [div for div in self.divs_in_cut if div[1] <= self.depth]
         if token.type == REMOVED_BLOCK:
             self.stack.extend(map(self._at_depth, token.meta["stack"]))
             return False
@@ -479,7 +489,12 @@ class _Stripper:
             # A heading ends the cut only if it is really there, not inside a comment or
             # in an attribute value or raw text opened before it.
             ends_cut = self.cut_level is not None and not self.stack and level <= self.cut_level
-            if ends_cut and self.depth <= self.cut_depth and not self._in_earlier(token):
+            if ends_cut and token.markup in ("=", "-") and token.map is not None:
+                # `::: box`, `Letter`, `===`: one heading to CommonMark, a heading in a div
+                # to markdown-it-container and Pandoc. The lines above its last are in the cut.
+                earlier = self.source_lines[token.map[0] : token.map[1] - 2]
+                self._follow_divs("\n".join(map(without_container_prefix, earlier)))
+            if ends_cut and self.depth <= self.cut_depth and not self.divs_in_cut and not self._in_earlier(token):
                 self.cut_level = None
                 if token.markup in ("=", "-"):
                     self.setext_after_cut = token
@@ -552,7 +567,7 @@ class _Stripper:
                 kept.append(html[position : heading.start])
             position = heading.start
             ends_cut = self.cut_level is not None and heading.closed and heading.level <= self.cut_level
-            if ends_cut and self.depth <= self.cut_depth:
+            if ends_cut and self.depth <= self.cut_depth and not self.divs_in_cut:
                 if browser_headings is None:
                     browser_headings = browser_heading_starts(html)
                 if heading.start in browser_headings and not self.source_inert.inside_earlier(
@@ -742,6 +757,8 @@ class _Stripper:
             # Hidden, but a GM heading of a higher level in it widens the section.
             for _offset, level in found:
                 self._cut_from(level)
+            if parent is not None and parent.type == "paragraph_open":
+                self._follow_divs(kept)
             token.content = ""
             return
         if judged is not None and judged[1] is None:
@@ -749,8 +766,25 @@ class _Stripper:
         if found:
             offset, level = min(found)
             self._cut_from(level)
+            if parent is not None and parent.type == "paragraph_open":
+                self._follow_divs(kept[offset:])
             kept = kept[:offset].rstrip()
         token.content = kept
+
+    def _follow_divs(self, text: str) -> None:
+        """Open and close ordinary containers (`divs_in_cut`) at the `:::` lines of a
+        paragraph's `text` in the cut. A closing line ends the innermost only with as
+        many colons (markdown-it-container) and no deeper in quotes and list items than
+        its opening line (`> :::` under `::: box` is inside it)."""
+        for line in text.split("\n"):
+            found = container_line(line)
+            if found is None:
+                continue
+            colons, closes = found
+            if not closes:
+                self.divs_in_cut.append((colons, self.depth))
+            elif self.divs_in_cut and colons >= self.divs_in_cut[-1][0] and self.depth <= self.divs_in_cut[-1][1]:
+                self.divs_in_cut.pop()
 
     def _open_glued_containers(self, kept: str, *, in_cell: bool) -> str:
         """`kept` without a GM container whose opening line removing a part glued

@@ -137,10 +137,14 @@ _CLOSER_ONLY_PLACES: dict[str, dict[str, str]] = {
 }
 
 
+# Ordinary containers, closed by `:::` (markdown-it-container; Pandoc divs).
+_DIV_OPENERS = ("::: handout", ":::{.box}", "::: note Letter")
+
+
 def _body(draw: st.DrawFn, doc: GeneratedDocument, *, form: str, depth: int, enclosing: frozenset[str]) -> str:
     items: list[str] = []
     for _ in range(draw(st.integers(1, 3))):
-        kind = draw(st.sampled_from(["text", "inert", "nested", "list", "definition", "image", "tooltip"]))
+        kind = draw(st.sampled_from(["text", "inert", "nested", "list", "definition", "image", "tooltip", "div"]))
         if kind == "inert" and form in CLOSERS and form != "obsidian":
             # (An Obsidian comment holding a `%%` that might not be markup runs to the end
             # of the document, public words after it included: tests/engine/gm_corpus.)
@@ -152,6 +156,11 @@ def _body(draw: st.DrawFn, doc: GeneratedDocument, *, form: str, depth: int, enc
         elif kind == "tooltip":
             # A heading tag in an attribute value (Foundry's tooltips) is text: it ends nothing.
             items.append(f'<div data-tooltip="<h1>{doc.canary()}</h1>">{doc.canary()}</div>')
+        elif kind == "div" and form == "gm_heading":
+            # A handout in an ordinary container under the GM heading: its heading (ATX or
+            # setext, of a higher level) ends nothing, the GM text after it stays hidden.
+            heading = draw(st.sampled_from([f"# {doc.canary()}", f"{doc.canary()}\n==="]))
+            items.append(f"{draw(st.sampled_from(_DIV_OPENERS))}\n{heading}\n{doc.canary()}\n:::\n\n{doc.canary()}")
         elif kind == "list":
             items.append(f"- {doc.canary()}\n  - {doc.canary()}")
         elif kind == "definition":
