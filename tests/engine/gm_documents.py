@@ -137,8 +137,17 @@ _CLOSER_ONLY_PLACES: dict[str, dict[str, str]] = {
 }
 
 
-# Ordinary containers, closed by `:::` (markdown-it-container; Pandoc divs).
-_DIV_OPENERS = ("::: handout", ":::{.box}", "::: note Letter")
+# A handout under a GM heading: a heading (`{heading}`) in an ordinary container (a
+# markdown-it-container, a Pandoc div) or in an HTML element, which ends nothing.
+_HANDOUTS = (
+    "::: handout\n{heading}\n{text}\n:::",
+    ":::{{.box}}\n{heading}\n:::",
+    "::: note Letter\n{heading}\n{text}\n:::",
+    "<blockquote>\n\n{heading}\n\n{text}\n\n</blockquote>",
+    "<div>\n\n{heading}\n\n</div>",
+    "<template>\n\n{heading}\n\n</template>",
+    '<aside class="handout"><h1>{text}</h1></aside>',
+)
 
 
 def _body(draw: st.DrawFn, doc: GeneratedDocument, *, form: str, depth: int, enclosing: frozenset[str]) -> str:
@@ -157,10 +166,11 @@ def _body(draw: st.DrawFn, doc: GeneratedDocument, *, form: str, depth: int, enc
             # A heading tag in an attribute value (Foundry's tooltips) is text: it ends nothing.
             items.append(f'<div data-tooltip="<h1>{doc.canary()}</h1>">{doc.canary()}</div>')
         elif kind == "div" and form == "gm_heading":
-            # A handout in an ordinary container under the GM heading: its heading (ATX or
-            # setext, of a higher level) ends nothing, the GM text after it stays hidden.
+            # A handout in a container or an HTML element under the GM heading: its heading
+            # (ATX or setext, of a higher level) ends nothing; the GM text after it stays hidden.
             heading = draw(st.sampled_from([f"# {doc.canary()}", f"{doc.canary()}\n==="]))
-            items.append(f"{draw(st.sampled_from(_DIV_OPENERS))}\n{heading}\n{doc.canary()}\n:::\n\n{doc.canary()}")
+            handout = draw(st.sampled_from(_HANDOUTS)).format(heading=heading, text=doc.canary())
+            items.append(f"{handout}\n\n{doc.canary()}")
         elif kind == "list":
             items.append(f"- {doc.canary()}\n  - {doc.canary()}")
         elif kind == "definition":
