@@ -128,11 +128,13 @@ _CLOSER_ONLY_PLACES: dict[str, dict[str, str]] = {
         "dropped_list": _deep_list(9, "{closer} {canary}") + "\n\n{canary2}",
     },
     # A `:::` in a table cell beyond the header's count, or nested deeper (in a quote or
-    # a list item) than its container's opener.
+    # a list item, by its marker or its indentation) than its container's opener.
     ":::": {
         "extra_cell": "| a |\n|---|\n| b |{cells} {closer} |\n\n{canary}",
         "deeper_quote": "> {closer}\n\n{canary}",
         "deeper_item": "- {closer}\n\n{canary}",
+        "indented_into_item": "- {canary}\n  {closer}\n  {canary2}",
+        "indented_into_item_after_a_lazy_line": "1. {canary}\nlazy\n   {closer}\n\n   {canary2}",
     },
 }
 
