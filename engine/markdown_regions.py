@@ -208,6 +208,14 @@ def _container_closer(line: str) -> re.Match[str] | None:
     return _CONTAINER_CLOSER_PATTERN.match(fold_lookalikes(line).lstrip(" "))
 
 
+def _nested_container_opener(line: str) -> re.Match[str] | None:
+    """Any container's opening line (`::: note`) inside a GM container, read as the author
+    sees it, as its closing line is: a nested one in fullwidth colons, or after a
+    zero-width space, is closed by the closing line that reads as `:::`, not the GM
+    container around it."""
+    return _NESTED_CONTAINER_OPENER.match(fold_lookalikes(line).lstrip(" "))
+
+
 def container_line(line: str) -> tuple[int, bool] | None:
     """A `:::` line of any container (`::: handout`, a Pandoc div, or its closing `:::`)
     in a paragraph's text, read as the author sees it: its colon count and whether it
@@ -483,7 +491,7 @@ class _Scanner:
                 return after
             if self._open_fence(line):
                 return after
-            nested = _NESTED_CONTAINER_OPENER.match(without_container_prefix(stripped))
+            nested = _nested_container_opener(without_container_prefix(stripped))
             if nested:
                 self.stack.append(_container_frame(nested, stripped, self.options.depth + around, opened_at=position))
             return None

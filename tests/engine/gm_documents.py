@@ -139,6 +139,9 @@ _CLOSER_ONLY_PLACES: dict[str, dict[str, str]] = {
 }
 
 
+# Containers nested in a GM container: fullwidth colons, a zero-width space before, a
+# no-break space after the colons.
+_INNER_CONTAINER_OPENERS = ("::: note", "\uff1a\uff1a\uff1anote", "\u200b:::note", ":::\u00a0note")
 # A handout under a GM heading: a heading (`{heading}`) in an ordinary container (a
 # markdown-it-container, a Pandoc div) or in an HTML element, which ends nothing.
 _HANDOUTS = (
@@ -155,7 +158,8 @@ _HANDOUTS = (
 def _body(draw: st.DrawFn, doc: GeneratedDocument, *, form: str, depth: int, enclosing: frozenset[str]) -> str:
     items: list[str] = []
     for _ in range(draw(st.integers(1, 3))):
-        kind = draw(st.sampled_from(["text", "inert", "nested", "list", "definition", "image", "tooltip", "div"]))
+        kinds = ["text", "inert", "nested", "list", "definition", "image", "tooltip", "div", "inner_container"]
+        kind = draw(st.sampled_from(kinds))
         if kind == "inert" and form in CLOSERS and form != "obsidian":
             # (An Obsidian comment holding a `%%` that might not be markup runs to the end
             # of the document, public words after it included: tests/engine/gm_corpus.)
@@ -173,6 +177,12 @@ def _body(draw: st.DrawFn, doc: GeneratedDocument, *, form: str, depth: int, enc
             heading = draw(st.sampled_from([f"# {doc.canary()}", f"{doc.canary()}\n==="]))
             handout = draw(st.sampled_from(_HANDOUTS)).format(heading=heading, text=doc.canary())
             items.append(f"{handout}\n\n{doc.canary()}")
+        elif kind == "inner_container" and form == "container":
+            # A container nested in the GM one, its opening line a look-alike: its closing
+            # line (read as `:::` too) ends it, not the GM container.
+            opener = draw(st.sampled_from(_INNER_CONTAINER_OPENERS))
+            closer = draw(st.sampled_from([":::", "\uff1a\uff1a\uff1a"]))
+            items.append(f"{opener}\n{doc.canary()}\n{closer}\n\n{doc.canary()}")
         elif kind == "list":
             items.append(f"- {doc.canary()}\n  - {doc.canary()}")
         elif kind == "definition":
