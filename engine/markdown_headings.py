@@ -33,9 +33,10 @@ def is_gm_heading_text(text: str) -> bool:
     read as raw text (a look-alike, an HTML heading) may spell the name `**GM notes**`.
     A trailing attribute block (`## GM {#plot .unnumbered}`, Pandoc's) or footnote
     reference (`[^1]`) is not part of it, and an Obsidian wikilink (`[[GM]]`) names its
-    text.
+    text. A closing sequence of hashes that reads as one only once folded (`## GM`, then
+    fullwidth hashes: markdown-it keeps them in the text) is no part of it either.
     """
-    unmarked = _INLINE_MARKERS.sub("", fold_lookalikes(text))
+    unmarked = _without_closing_hashes(_INLINE_MARKERS.sub("", fold_lookalikes(text)))
     trimmed = _without_footnote_references(_without_attribute_block(" ".join(unmarked.split())))
     normalized = _strip_trailing_colons(_wikilink_text(trimmed).casefold())
     if normalized.startswith("[gm]"):

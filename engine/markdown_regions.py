@@ -72,6 +72,8 @@ _ENDS_ITS_BLOCK = re.compile(r"#{1,6}(?:[ \t]|$)|(?:(?:\*[ \t]*){3,}|(?:-[ \t]*)
 _GLUED_OPENERS = re.compile(r"<!--|%%|<section", re.IGNORECASE)
 _LONGEST_GLUED_OPENER = len("<section")
 _COMMENT_OPENERS = re.compile(r"<!--|%%")
+# A list item's marker at the start of what is left of a line, its indentation included.
+_LIST_ITEM_MARKER = re.compile(r"[ ]*(?:[-+*]|\d{1,9}[.)])(?=[ ]|$)")
 
 
 # Open tags, innermost first: (offset, how many scope-bounding elements were open when it
@@ -211,6 +213,30 @@ def _container_closer(line: str) -> re.Match[str] | None:
     return _CONTAINER_CLOSER_PATTERN.match(fold_lookalikes(line).lstrip(" "))
 
 
+def _nested_container_opener(line: str) -> re.Match[str] | None:
+    """Any container's opening line (`::: note`) inside a GM container, read as the author
+    sees it, as its closing line is: a nested one in fullwidth colons, or after a
+    zero-width space, is closed by the closing line that reads as `:::`, not the GM
+    container around it."""
+    return _NESTED_CONTAINER_OPENER.match(fold_lookalikes(line).lstrip(" "))
+
+
+def container_line(line: str) -> tuple[int, bool] | None:
+    """A `:::` line of any container (`::: handout`, a Pandoc div, or its closing `:::`)
+    in a paragraph's text, read as the author sees it: its colon count and whether it
+    closes; None for any other line, and for a closing line indented as code (four
+    columns or more: markdown-it-container and Pandoc read it as text)."""
+    if folds_to_none_of(line, ":"):
+        return None
+    indent, stripped = _indentation(line)
+    folded = fold_lookalikes(stripped).lstrip(" ")
+    closer = _CONTAINER_CLOSER_PATTERN.match(folded)
+    if closer is not None:
+        return (len(closer.group(1)), True) if indent <= 3 else None
+    opener = _NESTED_CONTAINER_OPENER.match(folded)
+    return None if opener is None else (len(opener.group(1)), False)
+
+
 def remove_ranges(text: str, ranges: Sequence[tuple[int, int]]) -> str:
     """`text` without the (sorted) ranges.
 
@@ -277,6 +303,9 @@ class _Scanner:
         self.previous_blank = True
         self.in_indented_code = False
         self.markdown_tables: InertSpans | None = None  # read once a `</section>` needs them
+        # Raw lines: the columns where the list items opened by the lines read so far put
+        # their content, outermost first (see `_items_around`).
+        self.list_items: list[int] = []
         # The last line end found and where its search started: every position between
         # shares it, so a long line of many events is searched once, not once per event.
         self.line_end_searched_from = 0
@@ -416,6 +445,7 @@ class _Scanner:
         after = self._line_end(position)
         line = self.text[position:after].rstrip("\n")
         indent, stripped = _indentation(line)
+        around = self._items_around(line)  # before `previous_blank` moves on to this line
         code_indent, code_text = _indentation(without_container_prefix(line))
         blank = not code_text.strip()
         self.in_indented_code = not blank and code_indent >= 4 and (self.previous_blank or self.in_indented_code)
@@ -431,7 +461,7 @@ class _Scanner:
                 # container under it, and the section goes on to its end tag.
                 closer = _container_closer(without_container_prefix(stripped))
                 surely_markup = not self._inert(position + len(line) - len(stripped))
-                closes = closer is not None and _closes(closer, stripped, self._depth_at(position), below)
+                closes = closer is not None and _closes(closer, stripped, self._depth_at(position) + around, below)
                 if closes and indent <= 3 and surely_markup:
                     del self.stack[-2]
                     return after
@@ -439,7 +469,7 @@ class _Scanner:
             # its own closer, even past the section's end tag.
             opener = container_opener(without_container_prefix(stripped), look_alike_markers=True)
             if opener:
-                self.stack.append(_container_frame(opener, stripped, self.options.depth, opened_at=position))
+                self.stack.append(_container_frame(opener, stripped, self.options.depth + around, opened_at=position))
                 return None
         if top is not None and top.kind is not FrameKind.FENCE and self.in_indented_code:
             return after  # code: no closer here is markup
@@ -447,7 +477,7 @@ class _Scanner:
             opener = container_opener(without_container_prefix(stripped), look_alike_markers=True)
             if opener:
                 # The rest of the line is still scanned: a comment opened on it nests.
-                self._push(_container_frame(opener, stripped, self.options.depth), position)
+                self._push(_container_frame(opener, stripped, self.options.depth + around), position)
             return None
         if top.kind is FrameKind.FENCE:
             indent, stripped = _indentation(without_container_prefix(line))
@@ -460,19 +490,47 @@ class _Scanner:
             closer = _container_closer(without_container_prefix(stripped))
             if closer:
                 surely_markup = not self._inert(position + len(line) - len(stripped))
-                if indent <= 3 and _closes(closer, stripped, self._depth_at(position), top) and surely_markup:
+                closes = _closes(closer, stripped, self._depth_at(position) + around, top)
+                if indent <= 3 and closes and surely_markup:
                     self._pop(after)
                 return after
             if self._open_fence(line):
                 return after
-            nested = _NESTED_CONTAINER_OPENER.match(without_container_prefix(stripped))
+            nested = _nested_container_opener(without_container_prefix(stripped))
             if nested:
-                self.stack.append(_container_frame(nested, stripped, self.options.depth, opened_at=position))
+                self.stack.append(_container_frame(nested, stripped, self.options.depth + around, opened_at=position))
             return None
         # In raw lines a fence hides closers inside every region, comments included.
         if self._open_fence(line):
             return after
         return None
+
+    def _items_around(self, line: str) -> int:
+        """How many list items of the raw lines read so far hold `line` by its indentation
+        alone: `- x`, then `  :::` is a line of the item, nested deeper than a `:::gm` at
+        the margin before the list (Pandoc reads it in the item; markdown-it-container's
+        scan for a closing line would not look at the list). A line indented less than an
+        item's content is not in it; it ends the item unless it may continue a paragraph
+        there lazily (it then stands as written, and the lines after it may still be in
+        the item: `- x`, `lazy`, `  :::`). The items its own list markers open hold the
+        lines after it."""
+        if not self.options.fences:
+            return 0
+        expanded = line.expandtabs(4)
+        content = expanded.lstrip(" ")
+        if not content:
+            return len(self.list_items)  # a blank line ends no item
+        # The columns only grow from the outermost item in: a search, not a walk, so that
+        # thousands of items left open cost each later line no more than a few steps.
+        around = bisect_right(self.list_items, len(expanded) - len(content))
+        marker = _LIST_ITEM_MARKER.match(expanded)
+        if self.previous_blank or content.startswith(">") or marker is not None:
+            del self.list_items[around:]  # no lazy line: the items it is not in end
+        position = 0
+        while (marker := _LIST_ITEM_MARKER.match(expanded, position)) is not None:
+            self.list_items.append(marker.end() + 1)
+            position = marker.end()
+        return around
 
     def _open_fence(self, line: str) -> bool:
         indent, stripped = _indentation(without_container_prefix(line))

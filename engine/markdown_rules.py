@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import re
 from bisect import bisect_right
+from collections import Counter
 from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 from typing import Any
@@ -28,7 +29,7 @@ from markdown_it.rules_core import StateCore
 from markdown_it.rules_inline import StateInline, backtick
 from markdown_it.token import Token
 
-from engine.html_tags import html_text, is_line_break
+from engine.html_tags import Tag, element_tags, html_text, is_line_break
 from engine.markdown_dropped import (
     DROPPED_TEXT,
     cells_one_a_line,
@@ -52,6 +53,7 @@ from engine.markdown_regions import (
     FrameKind,
     ScanOptions,
     ScanResult,
+    container_line,
     container_opener,
     escaped,
     is_fence_closer,
@@ -61,6 +63,7 @@ from engine.markdown_regions import (
 )
 from engine.markdown_section_tags import secret_section_tag_end
 from engine.markdown_source import SourceInert
+from engine.markdown_text import without_container_prefix
 
 # Token standing for a block the block rules consumed; `meta["stack"]` holds the regions
 # still open at its end (a container left unclosed inside a list item goes on after it).
@@ -368,6 +371,63 @@ def _inline_rule(state: StateCore) -> None:
         state.md.inline.parse(token.content, state.md, state.env, token.children)
 
 
+# Elements a heading stays nested in (a browser's heading start tag ends only an open `<p>`
+# or heading): a handout in a `<blockquote>` or a `<div>`, a list or a table, and a
+# `<template>`, whose content shows nothing.
+_NESTING_ELEMENTS = frozenset(
+    {"blockquote", "div", "details", "aside", "article", "section", "figure", "header", "footer", "nav", "main"}
+    | {"fieldset", "dialog", "center", "table", "ul", "ol", "dl", "template", "object"}
+)
+
+
+@dataclass(slots=True)
+class _OpenElements:
+    """The HTML elements of `_NESTING_ELEMENTS` opened under the GM heading being cut and
+    still open, innermost last, each with the depth in quotes and list items it stands
+    at (never less than the one before it: leaving a quote or list item closes those
+    opened inside, as a browser does at its end tag)."""
+
+    stack: list[tuple[str, int]] = field(default_factory=list)
+    counts: Counter[str] = field(default_factory=Counter)
+
+    def follow(self, tags: list[Tag], depth: int) -> None:
+        """Apply `tags` as a browser does: an end tag closes the innermost open element of
+        its name and every one opened inside it, and none when none of its name is open."""
+        for tag in tags:
+            if not tag.closing:
+                self.stack.append((tag.name, depth))
+                self.counts[tag.name] += 1
+            elif self.counts[tag.name]:
+                while self._pop() != tag.name:
+                    pass
+
+    def close_deeper(self, depth: int) -> None:
+        while self.stack and self.stack[-1][1] > depth:
+            self._pop()
+
+    def _pop(self) -> str:
+        name, _ = self.stack.pop()
+        self.counts[name] -= 1
+        return name
+
+
+def _nesting_tags(html: str) -> list[Tag]:
+    """The tags of `_NESTING_ELEMENTS` in `html`, as a browser reads them (none in raw text
+    or in another tag's attribute value), in order."""
+    if "<" not in html:
+        return []
+    return [tag for tag in element_tags(html) if tag.end is not None and tag.name in _NESTING_ELEMENTS]
+
+
+def _tags_between(tags: list[Tag], index: int, start: int, end: int) -> tuple[list[Tag], int]:
+    """The tags of `tags[index:]` that start in `start..end`, and the index past them: a
+    walk over a block's tags in one pass, however many headings it holds."""
+    stop = index
+    while stop < len(tags) and tags[stop].start < end:
+        stop += 1
+    return [tag for tag in tags[index:stop] if tag.start >= start], stop
+
+
 @dataclass(slots=True)
 class _OpenHeading:
     """A heading element whose start tag ends the text of `token`, at `start`: the text of
@@ -411,6 +471,12 @@ class _Stripper:
         # `## GM`) ends nothing.
         self.depth = 0
         self.cut_depth = 0
+        # Ordinary containers (`::: handout`, a Pandoc div) opened in the cut and still
+        # open, innermost last: (colons of the opening line, depth it stands at). A heading
+        # inside one is nested deeper than the GM heading, as in a quote, and ends nothing.
+        self.divs_in_cut: list[tuple[int, int]] = []
+        # And HTML elements (`<blockquote>`, `<div>`, `<template>`, ...) opened in the cut.
+        self.elements_in_cut = _OpenElements()
         # The setext heading that ended a cut: its lines but the last were under it.
         self.setext_after_cut: Token | None = None
         self.open_heading: _OpenHeading | None = None
@@ -458,11 +524,20 @@ class _Stripper:
     def cut_level(self, level: int | None) -> None:
         if level is not None:
             self.cut_depth = self.depth if self._cut_level is None else min(self.cut_depth, self.depth)
+        if level is None or self._cut_level is None:
+            self.divs_in_cut = []
+            self.elements_in_cut = _OpenElements()
         self._cut_level = level
 
     @property
     def _hidden(self) -> bool:
         return bool(self.stack) or self.cut_level is not None
+
+    @property
+    def _nested_in_cut(self) -> bool:
+        """Whether a container or an element opened under the GM heading being cut is open:
+        a heading there is nested deeper than the GM heading and ends nothing."""
+        return bool(self.divs_in_cut or self.elements_in_cut.stack)
 
     def _keep(self, token: Token, previous: Token | None) -> bool:
         hidden = self._hidden
@@ -470,6 +545,9 @@ class _Stripper:
             self.depth += 1
         elif token.type in _CONTAINERS_CLOSING:
             self.depth -= 1
+            # markdown-it-container and Pandoc end a div with the quote or list item it is in.
+            self.divs_in_cut = [div for div in self.divs_in_cut if div[1] <= self.depth]
+            self.elements_in_cut.close_deeper(self.depth)
         if token.type == REMOVED_BLOCK:
             self.stack.extend(map(self._at_depth, token.meta["stack"]))
             return False
@@ -484,7 +562,12 @@ class _Stripper:
             # A heading ends the cut only if it is really there, not inside a comment or
             # in an attribute value or raw text opened before it.
             ends_cut = self.cut_level is not None and not self.stack and level <= self.cut_level
-            if ends_cut and self.depth <= self.cut_depth and not self._in_earlier(token):
+            if ends_cut and token.markup in ("=", "-") and token.map is not None:
+                # `::: box`, `Letter`, `===`: one heading to CommonMark, a heading in a div
+                # to markdown-it-container and Pandoc. The lines above its last are in the cut.
+                earlier = self.source_lines[token.map[0] : token.map[1] - 2]
+                self._follow_divs("\n".join(map(without_container_prefix, earlier)))
+            if ends_cut and self.depth <= self.cut_depth and not self._nested_in_cut and not self._in_earlier(token):
                 self.cut_level = None
                 if token.markup in ("=", "-"):
                     self.setext_after_cut = token
@@ -552,12 +635,19 @@ class _Stripper:
         kept: list[str] = []
         position = 0
         browser_headings: frozenset[int] | None = None
+        # The block's nesting tags (found once the cut needs them) and how many are passed.
+        nesting: list[Tag] | None = None
+        passed = 0
         for heading, verdict in judged_html_headings(html):
             if self.cut_level is None:
                 kept.append(html[position : heading.start])
+            else:
+                nesting = _nesting_tags(html) if nesting is None else nesting
+                in_cut, passed = _tags_between(nesting, passed, position, heading.start)
+                self.elements_in_cut.follow(in_cut, self.depth)
             position = heading.start
             ends_cut = self.cut_level is not None and heading.closed and heading.level <= self.cut_level
-            if ends_cut and self.depth <= self.cut_depth:
+            if ends_cut and self.depth <= self.cut_depth and not self._nested_in_cut:
                 if browser_headings is None:
                     browser_headings = browser_heading_starts(html)
                 if heading.start in browser_headings and not self.source_inert.inside_earlier(
@@ -573,6 +663,9 @@ class _Stripper:
                 self.cut_level = heading.level
         if self.cut_level is None:
             kept.append(html[position:])
+        else:
+            nesting = _nesting_tags(html) if nesting is None else nesting
+            self.elements_in_cut.follow(_tags_between(nesting, passed, position, len(html))[0], self.depth)
         token.content = "".join(kept)
 
     def _cut_from(self, level: int) -> None:
@@ -588,11 +681,13 @@ class _Stripper:
         if line is not None and self.cut_level is not None:
             self._cut_from(line[1])
             line = None
+        rest = ""
         if line is not None:
-            token.content = token.content[: line[0]]
+            token.content, rest = token.content[: line[0]], token.content[line[0] :]
         self._cut_at_html_headings(token)
         if line is not None:
             self._cut_from(line[1])
+            self.elements_in_cut.follow(_nesting_tags(rest), self.depth)
 
     def _continue_open_heading(self, text: str) -> None:
         """Let the text of a block (Markdown or HTML) up to its first heading tag decide a
@@ -749,6 +844,8 @@ class _Stripper:
             # Hidden, but a GM heading of a higher level in it widens the section.
             for _offset, level in found:
                 self._cut_from(level)
+            if parent is not None and parent.type == "paragraph_open":
+                self._follow_nesting(kept)
             token.content = ""
             return
         if judged is not None and judged[1] is None:
@@ -756,8 +853,35 @@ class _Stripper:
         if found:
             offset, level = min(found)
             self._cut_from(level)
+            if parent is not None and parent.type == "paragraph_open":
+                self._follow_nesting(kept[offset:])
             kept = kept[:offset].rstrip()
         token.content = kept
+
+    def _follow_nesting(self, text: str) -> None:
+        """Follow the containers and HTML elements a paragraph's `text` in the cut opens
+        and closes; a tag in a code span or after a backslash is text."""
+        self._follow_divs(text)
+        tags = [tag for tag in _nesting_tags(text) if not escaped(text, tag.start)]
+        if tags and "`" in text:
+            in_code = spans_test(_parse_inline(self.state.md, text, self.block_references)[1])
+            tags = [tag for tag in tags if not in_code(tag.start, -1)]
+        self.elements_in_cut.follow(tags, self.depth)
+
+    def _follow_divs(self, text: str) -> None:
+        """Open and close ordinary containers (`divs_in_cut`) at the `:::` lines of a
+        paragraph's `text` in the cut. A closing line ends the innermost only with as
+        many colons (markdown-it-container) and no deeper in quotes and list items than
+        its opening line (`> :::` under `::: box` is inside it)."""
+        for line in text.split("\n"):
+            found = container_line(line)
+            if found is None:
+                continue
+            colons, closes = found
+            if not closes:
+                self.divs_in_cut.append((colons, self.depth))
+            elif self.divs_in_cut and colons >= self.divs_in_cut[-1][0] and self.depth <= self.divs_in_cut[-1][1]:
+                self.divs_in_cut.pop()
 
     def _open_glued_containers(self, kept: str, *, in_cell: bool) -> str:
         """`kept` without a GM container whose opening line removing a part glued

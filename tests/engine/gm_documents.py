@@ -128,19 +128,38 @@ _CLOSER_ONLY_PLACES: dict[str, dict[str, str]] = {
         "dropped_list": _deep_list(9, "{closer} {canary}") + "\n\n{canary2}",
     },
     # A `:::` in a table cell beyond the header's count, or nested deeper (in a quote or
-    # a list item) than its container's opener.
+    # a list item, by its marker or its indentation) than its container's opener.
     ":::": {
         "extra_cell": "| a |\n|---|\n| b |{cells} {closer} |\n\n{canary}",
         "deeper_quote": "> {closer}\n\n{canary}",
         "deeper_item": "- {closer}\n\n{canary}",
+        "indented_into_item": "- {canary}\n  {closer}\n  {canary2}",
+        "indented_into_item_after_a_lazy_line": "1. {canary}\nlazy\n   {closer}\n\n   {canary2}",
     },
 }
+
+
+# Containers nested in a GM container: fullwidth colons, a zero-width space before, a
+# no-break space after the colons.
+_INNER_CONTAINER_OPENERS = ("::: note", "\uff1a\uff1a\uff1anote", "\u200b:::note", ":::\u00a0note")
+# A handout under a GM heading: a heading (`{heading}`) in an ordinary container (a
+# markdown-it-container, a Pandoc div) or in an HTML element, which ends nothing.
+_HANDOUTS = (
+    "::: handout\n{heading}\n{text}\n:::",
+    ":::{{.box}}\n{heading}\n:::",
+    "::: note Letter\n{heading}\n{text}\n:::",
+    "<blockquote>\n\n{heading}\n\n{text}\n\n</blockquote>",
+    "<div>\n\n{heading}\n\n</div>",
+    "<template>\n\n{heading}\n\n</template>",
+    '<aside class="handout"><h1>{text}</h1></aside>',
+)
 
 
 def _body(draw: st.DrawFn, doc: GeneratedDocument, *, form: str, depth: int, enclosing: frozenset[str]) -> str:
     items: list[str] = []
     for _ in range(draw(st.integers(1, 3))):
-        kind = draw(st.sampled_from(["text", "inert", "nested", "list", "definition", "image", "tooltip"]))
+        kinds = ["text", "inert", "nested", "list", "definition", "image", "tooltip", "div", "inner_container"]
+        kind = draw(st.sampled_from(kinds))
         if kind == "inert" and form in CLOSERS and form != "obsidian":
             # (An Obsidian comment holding a `%%` that might not be markup runs to the end
             # of the document, public words after it included: tests/engine/gm_corpus.)
@@ -152,6 +171,18 @@ def _body(draw: st.DrawFn, doc: GeneratedDocument, *, form: str, depth: int, enc
         elif kind == "tooltip":
             # A heading tag in an attribute value (Foundry's tooltips) is text: it ends nothing.
             items.append(f'<div data-tooltip="<h1>{doc.canary()}</h1>">{doc.canary()}</div>')
+        elif kind == "div" and form == "gm_heading":
+            # A handout in a container or an HTML element under the GM heading: its heading
+            # (ATX or setext, of a higher level) ends nothing; the GM text after it stays hidden.
+            heading = draw(st.sampled_from([f"# {doc.canary()}", f"{doc.canary()}\n==="]))
+            handout = draw(st.sampled_from(_HANDOUTS)).format(heading=heading, text=doc.canary())
+            items.append(f"{handout}\n\n{doc.canary()}")
+        elif kind == "inner_container" and form == "container":
+            # A container nested in the GM one, its opening line a look-alike: its closing
+            # line (read as `:::` too) ends it, not the GM container.
+            opener = draw(st.sampled_from(_INNER_CONTAINER_OPENERS))
+            closer = draw(st.sampled_from([":::", "\uff1a\uff1a\uff1a"]))
+            items.append(f"{opener}\n{doc.canary()}\n{closer}\n\n{doc.canary()}")
         elif kind == "list":
             items.append(f"- {doc.canary()}\n  - {doc.canary()}")
         elif kind == "definition":
