@@ -585,6 +585,8 @@ class _Stripper:
         if token.type in ("fence", "code_block") and self.open_heading is not None and not hidden:
             self._settle_open_heading(token.content)
             hidden = self._hidden
+        if token.type == "fence" and not hidden:
+            token.info = _public_info(token.info)
         if token.type == "fence" and not hidden and not self._is_closed_fence(token):
             self._cut_unclosed_fence(token)
             return True
@@ -992,6 +994,16 @@ def _scan_glued_container(kept: str, options_for: Callable[[str], ScanOptions]) 
             return scan(kept, [], options_for(kept), offset)
         offset += len(line) + 1
     return None
+
+
+def _public_info(info: str) -> str:
+    """A fence's info string without its GM parts (`js <!-- x -->`, `js %% x`): a browser
+    shows no more of it than a class, but the Markdown served carries it all. A part
+    opened there ends with it: the lines after are code."""
+    if opens_nothing(info):
+        return info
+    removed = scan(info, [], ScanOptions(line_start=False)).removed
+    return remove_ranges(info, removed).strip() if removed else info
 
 
 def _opened_before(at: int, opened_at: int) -> bool:

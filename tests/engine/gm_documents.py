@@ -294,7 +294,10 @@ def _public(draw: st.DrawFn, doc: GeneratedDocument) -> str:
         closing = f"\n| {doc.canary()} --> |" if extra == " <!-- x |" else ""
         return f"| {doc.word()} | {doc.word()} |\n|---|---|\n{row}{closing}"
     if kind == "code":
-        return f"```\n{doc.word()} </section> --> :::\n```"
+        # A GM part in the info string (single-line ones only: a backtick fence's info
+        # string holds no line break) is removed; the code stays.
+        info = draw(st.sampled_from(["", f"js <!-- {doc.canary()} -->", f"js %% {doc.canary()}"]))
+        return f"```{info}\n{doc.word()} </section> --> :::\n```"
     if kind == "heading":
         return f"{'#' * draw(st.integers(1, 3))} {doc.word()}"
     return f"<div>\n\n{doc.word()} {_inline_removed(draw, doc)}\n\n</div>"
