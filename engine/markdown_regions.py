@@ -117,6 +117,9 @@ class Frame:
     # scanned: a `:::` line nested deeper (`> :::` under a `:::gm` line) is inside a quote
     # or list item of the container, and closes it for no reader that knows nesting.
     markers: int = 0
+    # A fence's list items, as the raw lines' indentation holds them at its opening line:
+    # a line indented out of the innermost ends the item, and the fence in it.
+    items: int = 0
 
 
 @dataclass(frozen=True, slots=True)
@@ -446,6 +449,8 @@ class _Scanner:
         line = self.text[position:after].rstrip("\n")
         indent, stripped = _indentation(line)
         around = self._items_around(line)  # before `previous_blank` moves on to this line
+        if self._ends_nested_fence(line, around):
+            self.stack.pop()
         code_indent, code_text = _indentation(without_container_prefix(line))
         blank = not code_text.strip()
         self.in_indented_code = not blank and code_indent >= 4 and (self.previous_blank or self.in_indented_code)
@@ -494,14 +499,14 @@ class _Scanner:
                 if indent <= 3 and closes and surely_markup:
                     self._pop(after)
                 return after
-            if self._open_fence(line):
+            if self._open_fence(line, position):
                 return after
             nested = _nested_container_opener(without_container_prefix(stripped))
             if nested:
                 self.stack.append(_container_frame(nested, stripped, self.options.depth + around, opened_at=position))
             return None
         # In raw lines a fence hides closers inside every region, comments included.
-        if self._open_fence(line):
+        if self._open_fence(line, position):
             return after
         return None
 
@@ -532,7 +537,7 @@ class _Scanner:
             position = marker.end()
         return around
 
-    def _open_fence(self, line: str) -> bool:
+    def _open_fence(self, line: str, position: int) -> bool:
         indent, stripped = _indentation(without_container_prefix(line))
         if not self.options.fences or indent > 3:
             return False
@@ -540,8 +545,20 @@ class _Scanner:
         if not fence:
             return False
         marker = fence.group(1) or fence.group(2)
-        self.stack.append(Frame(FrameKind.FENCE, len(marker), marker[0]))
+        fence_frame = Frame(FrameKind.FENCE, len(marker), marker[0], opened_at=position, markers=_quotes(line))
+        self.stack.append(replace(fence_frame, items=len(self.list_items)))
         return True
+
+    def _ends_nested_fence(self, line: str, around: int) -> bool:
+        """Whether `line` (in `around` list items by its indentation) ends a fence opened
+        in a quote or a list item in the text being scanned: a line with fewer quote
+        markers ends the quote, blank or not, and one indented less than the item's
+        content ends the item (fenced code continues no paragraph lazily), and the fence
+        with them (`:::gm`, `> ```` or `- ````, then `:::`)."""
+        top = self.stack[-1] if self.stack else None
+        if top is None or top.kind is not FrameKind.FENCE or top.opened_at < 0:
+            return False
+        return _quotes(line) < top.markers or (bool(line.strip(" \t")) and around < top.items)
 
     # -- within a line -----------------------------------------------------------------
 
@@ -717,6 +734,16 @@ class _Scanner:
                     self.stack.append(Frame(FrameKind.SECTION, 1, opened_at=start))
                     return tag_end
         return line_end
+
+
+_QUOTE_MARKERS = re.compile(r"(?:[ \t]*>)*")
+
+
+def _quotes(line: str) -> int:
+    """The quote markers a raw line starts with."""
+    prefix = _QUOTE_MARKERS.match(line)
+    assert prefix is not None  # the pattern matches the empty string
+    return prefix.group().count(">")
 
 
 def _innermost_tag(section: Frame) -> int:
