@@ -108,9 +108,10 @@ class Frame:
     # open, innermost first: an end tag is judged against the innermost one's place. (A
     # linked list: nesting thousands deep stays linear.)
     inner_tags: _TagLink | None = None
-    # How many elements bounding an end tag's scope (a `<table>`, ...) opened inside a
-    # section are open: its end tags are ignored inside those opened after their tag.
-    open_boundaries: int = 0
+    # The elements bounding an end tag's scope (a `<table>`, ...) opened inside a section
+    # and still open, by name, innermost last: its end tags are ignored inside those
+    # opened after their tag.
+    open_boundaries: tuple[str, ...] = ()
     # A container's quote and list markers on its opening line, as written in the text
     # scanned: a `:::` line nested deeper (`> :::` under a `:::gm` line) is inside a quote
     # or list item of the container, and closes it for no reader that knows nesting.
@@ -572,7 +573,7 @@ class _Scanner:
             self._scope_boundary(match, index)
             return match.end()
         if not match.group().startswith("</"):
-            nested = (match.start(), section.open_boundaries, section.inner_tags)
+            nested = (match.start(), len(section.open_boundaries), section.inner_tags)
             self.stack[index] = replace(section, size=section.size + 1, inner_tags=nested)
             return match.end()
         rest = _END_TAG_REST.match(self.text, match.end())
@@ -597,7 +598,7 @@ class _Scanner:
         section = self.stack[index]
         # Without its nested tags' counts (opened in an earlier text), any open one counts.
         open_at_innermost = section.inner_tags[1] if section.inner_tags is not None else 0
-        if section.open_boundaries > open_at_innermost:
+        if len(section.open_boundaries) > open_at_innermost:
             return True
         return self._in_later_markdown_table(end_tag_at, section)
 
@@ -614,15 +615,20 @@ class _Scanner:
         """Count a scope-bounding start or end tag (`<table>`, `</table>`) in the section
         frame at `index`: a start tag like an opener, wherever it might be markup (not
         escaped), an end tag like a closer, only where it surely is (not in a cell of a
-        table the section holds: there it ends at most that table)."""
+        table the section holds: there it ends at most that table), and only when it ends
+        the innermost one open: a browser ignores `</object>` inside a `<table>` (and
+        `</table>` inside an `<object>`), which then still bounds the scope."""
         end_tag = match.group().startswith("</")
         if self._escaped(match.start()) or (end_tag and self._inert(match.start())):
             return
         section = self.stack[index]
         if end_tag and self._in_later_markdown_table(match.start(), section):
             return
-        change = -1 if end_tag else 1
-        self.stack[index] = replace(section, open_boundaries=max(section.open_boundaries + change, 0))
+        name = match.group().lstrip("</").casefold()
+        if not end_tag:
+            self.stack[index] = replace(section, open_boundaries=(*section.open_boundaries, name))
+        elif section.open_boundaries[-1:] == (name,):
+            self.stack[index] = replace(section, open_boundaries=section.open_boundaries[:-1])
 
     def _inline_container(self, position: int) -> int:
         line_end = self._line_end(position)

@@ -116,6 +116,9 @@ _CLOSER_ONLY_PLACES: dict[str, dict[str, str]] = {
     "</section>": {
         "in_table": "<table><tr><td>{closer} {canary}</td></tr></table> {canary2}",
         "in_object": "<object>{closer} {canary}</object> {canary2}",
+        # After an end tag of another such element, which a browser ignores there.
+        "in_table_after_other_end_tag": "<table></object>{closer} {canary}</table> {canary2}",
+        "in_object_after_other_end_tag": "<object></table>{closer} {canary}</object> {canary2}",
         "in_template": "<template>{closer} {canary}</template> {canary2}",
         "in_select": "<select>{closer} {canary}</select> {canary2}",
         "in_svg": "<svg><desc>{closer} {canary}</desc></svg> {canary2}",
