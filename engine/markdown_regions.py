@@ -60,9 +60,22 @@ _TOP_LEVEL_OPENERS = re.compile(r"<!--|%%|<section(?=[\s/>])", re.IGNORECASE)
 # a table; SVG and MathML stand for their text integration points, erring toward hiding),
 # and `<select>`, inside which it ignores end tags but its own: a `</section>` inside one
 # opened after the section's innermost open tag, and still open, ends nothing.
-_SCOPE_BOUNDARIES = "table|object|applet|marquee|template|svg|math|select"
+_SCOPE_BOUNDARIES = frozenset({"table", "object", "applet", "marquee", "template", "svg", "math", "select"})
+_FOREIGN_ELEMENTS = frozenset({"svg", "math"})
+# Inside an `<svg>` or a `<math>`, the elements where a browser reads HTML again (its text
+# integration points). An HTML element opened there holds the end tags of the elements
+# around it until it ends (`<svg><foreignObject><div></foreignObject></svg>` ends neither),
+# so there every element is kept track of, as the scope-bounding ones are.
+_INTEGRATION_POINTS = frozenset({"foreignobject", "desc", "title", "mi", "mo", "mn", "ms", "mtext", "annotation-xml"})
+# HTML elements that hold nothing: no end tag ends them.
+_VOID_ELEMENTS = frozenset(
+    {"area", "base", "basefont", "bgsound", "br", "col", "embed", "frame", "hr", "img", "input", "keygen", "link"}
+    | {"meta", "param", "source", "track", "wbr"}
+)
+# Comments, section tags, and any other tag (the scope-bounding ones among them), whose
+# name holds no opener (`<b%%` is text, then a comment).
 _SECTION_EVENTS = re.compile(
-    rf"<!--|%%|<section(?=[\s/>])|</section(?=[\s>])|</?(?:{_SCOPE_BOUNDARIES})(?=[\s/>])", re.IGNORECASE
+    r"<!--|%%|<section(?=[\s/>])|</section(?=[\s>])|</?[A-Za-z][^\s/><%]*(?=[\s/>])", re.IGNORECASE
 )
 # The rest of an end tag, which may run over a line break (`</section` newline `>`).
 _END_TAG_REST = re.compile(r"\s*>")
@@ -77,6 +90,27 @@ _COMMENT_OPENERS = re.compile(r"<!--|%%")
 # Open tags, innermost first: (offset, how many scope-bounding elements were open when it
 # opened, the tags around it).
 _TagLink = tuple[int, int, "_TagLink | None"]
+
+
+@dataclass(frozen=True, slots=True)
+class _OpenElement:
+    """An element bounding an end tag's scope (a `<table>`, ...), or one opened in the HTML
+    of an `<svg>` or `<math>`, open inside a section; a linked list, innermost first, so
+    that nesting thousands deep stays linear."""
+
+    name: str
+    # Offset of its start tag in the text being scanned (see `Frame.earlier_elements`).
+    opened_at: int
+    # Whether what opens inside it is HTML inside an `<svg>` or a `<math>` (it is one of
+    # their integration points, or in one): every element there is kept track of.
+    foreign_html: bool
+    # Whether it or one around it is such an integration point: then a Markdown block
+    # started since its start tag (a paragraph's `<p>`, a list's `<li>`) is an HTML
+    # element opened in it, which holds its end tag in a browser.
+    in_foreign_html: bool
+    around: _OpenElement | None
+    # How many are open, this one included.
+    count: int
 
 
 class FrameKind(Enum):
@@ -109,9 +143,12 @@ class Frame:
     # linked list: nesting thousands deep stays linear.)
     inner_tags: _TagLink | None = None
     # The elements bounding an end tag's scope (a `<table>`, ...) opened inside a section
-    # and still open, by name, innermost last: its end tags are ignored inside those
-    # opened after their tag.
-    open_boundaries: tuple[str, ...] = ()
+    # and still open (and those opened in the HTML of an `<svg>` or `<math>`): its end
+    # tags are ignored inside those opened after their tag.
+    open_elements: _OpenElement | None = None
+    # How many of `open_elements`, the outermost, were opened in an earlier text (their
+    # offsets are not this text's).
+    earlier_elements: int = 0
     # A container's quote and list markers on its opening line, as written in the text
     # scanned: a `:::` line nested deeper (`> :::` under a `:::gm` line) is inside a quote
     # or list item of the container, and closes it for no reader that knows nesting.
@@ -277,6 +314,8 @@ class _Scanner:
         # shares it, so a long line of many events is searched once, not once per event.
         self.line_end_searched_from = 0
         self.line_end_found = 0
+        # Where the last blank line seen starts: a Markdown block may start after it.
+        self.last_blank_line = -1
 
     def run(self, start: int) -> ScanResult:
         text = self.text
@@ -304,7 +343,9 @@ class _Scanner:
 
     def _result(self, stopped_at: int | None = None) -> ScanResult:
         # Offsets do not carry over to the next text.
-        stack = [replace(frame, opened_at=-1, inner_tags=None) for frame in self.stack]
+        stack = [
+            replace(frame, opened_at=-1, inner_tags=None, earlier_elements=_open_count(frame)) for frame in self.stack
+        ]
         return ScanResult(removed=self.removed, stack=stack, stopped_at=stopped_at)
 
     def _stopped(self) -> bool:
@@ -418,6 +459,8 @@ class _Scanner:
         # After a heading or a thematic break as after a blank line: no paragraph goes
         # on there, so an indented line starts code.
         self.previous_blank = blank or (code_indent < 4 and bool(_ENDS_ITS_BLOCK.match(code_text)))
+        if blank:
+            self.last_blank_line = position
         top = self.stack[-1] if self.stack else None
         if top is not None and top.kind is FrameKind.SECTION:
             # HTML, not code, however indented: checked before the indented-code rule.
@@ -569,11 +612,15 @@ class _Scanner:
         then ends under the container, which goes on to its own closer). Returns where the
         scan goes on; None when the end tag is not surely one."""
         section = self.stack[index]
-        if not match.group().lower().startswith(("<section", "</section")):
+        if match.group().lstrip("</").casefold() != "section":
             self._scope_boundary(match, index)
             return match.end()
         if not match.group().startswith("</"):
-            nested = (match.start(), len(section.open_boundaries), section.inner_tags)
+            if section.open_elements is not None and section.open_elements.foreign_html:
+                # In the HTML of an `<svg>` or `<math>`, a section is kept track of like any
+                # element there: until it ends, it holds the end tags around it.
+                section = _with_element(section, "section", match.start(), foreign_html=True)
+            nested = (match.start(), _open_count(section), section.inner_tags)
             self.stack[index] = replace(section, size=section.size + 1, inner_tags=nested)
             return match.end()
         rest = _END_TAG_REST.match(self.text, match.end())
@@ -581,6 +628,8 @@ class _Scanner:
             return None  # not an end tag, or not surely one, or one a browser ignores
         if section.size > 1:
             inner = section.inner_tags
+            if section.open_elements is not None and section.open_elements.name == "section":
+                section = _without_innermost(section)
             self.stack[index] = replace(section, size=section.size - 1, inner_tags=None if inner is None else inner[2])
         elif index == -1:
             return self._pop(rest.end())
@@ -598,7 +647,7 @@ class _Scanner:
         section = self.stack[index]
         # Without its nested tags' counts (opened in an earlier text), any open one counts.
         open_at_innermost = section.inner_tags[1] if section.inner_tags is not None else 0
-        if len(section.open_boundaries) > open_at_innermost:
+        if _open_count(section) > open_at_innermost:
             return True
         return self._in_later_markdown_table(end_tag_at, section)
 
@@ -613,22 +662,37 @@ class _Scanner:
 
     def _scope_boundary(self, match: re.Match[str], index: int) -> None:
         """Count a scope-bounding start or end tag (`<table>`, `</table>`) in the section
-        frame at `index`: a start tag like an opener, wherever it might be markup (not
-        escaped), an end tag like a closer, only where it surely is (not in a cell of a
-        table the section holds: there it ends at most that table), and only when it ends
-        the innermost one open: a browser ignores `</object>` inside a `<table>` (and
-        `</table>` inside an `<object>`), which then still bounds the scope."""
-        end_tag = match.group().startswith("</")
-        if self._escaped(match.start()) or (end_tag and self._inert(match.start())):
-            return
+        frame at `index` (in the HTML of an `<svg>` or `<math>`, any tag): a start tag
+        like an opener, wherever it might be markup (not escaped), an end tag like a
+        closer, only where it surely is (not in a cell of a table the section holds:
+        there it ends at most that table), and only when it ends the innermost one open:
+        a browser ignores `</object>` inside a `<table>` (and `</table>` inside an
+        `<object>`), which then still bounds the scope."""
         section = self.stack[index]
-        if end_tag and self._in_later_markdown_table(match.start(), section):
-            return
+        innermost = section.open_elements
         name = match.group().lstrip("</").casefold()
-        if not end_tag:
-            self.stack[index] = replace(section, open_boundaries=(*section.open_boundaries, name))
-        elif section.open_boundaries[-1:] == (name,):
-            self.stack[index] = replace(section, open_boundaries=section.open_boundaries[:-1])
+        if match.group().startswith("</"):
+            if innermost is None or innermost.name != name:
+                return
+            opened_at = innermost.opened_at if innermost.count > section.earlier_elements else -1
+            if innermost.in_foreign_html and (opened_at < 0 or opened_at < self.last_blank_line):
+                return  # held by a Markdown block started in it since (see `_OpenElement`)
+            # Judged against its own start tag: `</title>` ends the `<title>` of an `<svg>`,
+            # which is raw text to engine.markdown_inert.
+            if self.options.inert(match.start(), opened_at) or self._in_later_markdown_table(match.start(), section):
+                return
+            self.stack[index] = _without_innermost(section)
+            return
+        if self._escaped(match.start()):
+            return
+        foreign_html = innermost is not None and innermost.foreign_html
+        if innermost is not None and innermost.name in _FOREIGN_ELEMENTS and name in _INTEGRATION_POINTS:
+            foreign_html = True
+        elif name in _FOREIGN_ELEMENTS:
+            foreign_html = False
+        elif name not in _SCOPE_BOUNDARIES and (not foreign_html or name in _VOID_ELEMENTS):
+            return
+        self.stack[index] = _with_element(section, name, match.start(), foreign_html=foreign_html)
 
     def _inline_container(self, position: int) -> int:
         line_end = self._line_end(position)
@@ -648,7 +712,7 @@ class _Scanner:
                 after = self._section_tag(match, -2)
                 if after is not None:
                     return after
-            elif match.group().lower().startswith("<section"):
+            elif match.group().casefold() == "<section":
                 # A secret section opened inside a GM container runs to its own end tag,
                 # past the container's closer if that comes first (rule 4).
                 tag_end = secret_section_tag_end(self.text, start)
@@ -656,6 +720,26 @@ class _Scanner:
                     self.stack.append(Frame(FrameKind.SECTION, 1, opened_at=start))
                     return tag_end
         return line_end
+
+
+def _open_count(section: Frame) -> int:
+    return 0 if section.open_elements is None else section.open_elements.count
+
+
+def _with_element(section: Frame, name: str, at: int, *, foreign_html: bool) -> Frame:
+    """`section` with element `name` opened at `at` inside what it holds open."""
+    innermost = section.open_elements
+    in_foreign_html = foreign_html or (innermost is not None and innermost.in_foreign_html)
+    opened = _OpenElement(name, at, foreign_html, in_foreign_html, innermost, _open_count(section) + 1)
+    return replace(section, open_elements=opened)
+
+
+def _without_innermost(section: Frame) -> Frame:
+    """`section` with its innermost open element ended."""
+    assert section.open_elements is not None
+    count = section.open_elements.count - 1
+    earlier = min(section.earlier_elements, count)
+    return replace(section, open_elements=section.open_elements.around, earlier_elements=earlier)
 
 
 def _innermost_tag(section: Frame) -> int:

@@ -119,6 +119,10 @@ _CLOSER_ONLY_PLACES: dict[str, dict[str, str]] = {
         # After an end tag of another such element, which a browser ignores there.
         "in_table_after_other_end_tag": "<table></object>{closer} {canary}</table> {canary2}",
         "in_object_after_other_end_tag": "<object></table>{closer} {canary}</object> {canary2}",
+        # After the end tags of an svg or a math, which HTML opened in its integration
+        # point holds.
+        "in_svg_html": "<svg><desc><div></desc></svg>{closer} {canary}</div></desc></svg> {canary2}",
+        "in_math_html": "<math><mi><p></mi></math>{closer} {canary}</p></mi></math> {canary2}",
         "in_template": "<template>{closer} {canary}</template> {canary2}",
         "in_select": "<select>{closer} {canary}</select> {canary2}",
         "in_svg": "<svg><desc>{closer} {canary}</desc></svg> {canary2}",
