@@ -73,12 +73,14 @@ _VOID_ELEMENTS = frozenset(
     | {"meta", "param", "source", "track", "wbr"}
 )
 # Comments, section tags, and any other tag (the scope-bounding ones among them), whose
-# name holds no opener (`<b%%` is text, then a comment).
+# name holds no opener (`<b%%` is text, then a comment). A tag's name ends at ASCII white
+# space only, in HTML as in CommonMark: `</section` and a no-break space is no end tag.
 _SECTION_EVENTS = re.compile(
-    r"<!--|%%|<section(?=[\s/>])|</section(?=[\s>])|</?[A-Za-z][^\s/><%]*(?=[\s/>])", re.IGNORECASE
+    r"<!--|%%|<section(?=[\s/>])|</section(?=[\t\n\f\r >])|</?[A-Za-z][^\t\n\f\r /><%]*(?=[\t\n\f\r />])",
+    re.IGNORECASE,
 )
 # The rest of an end tag, which may run over a line break (`</section` newline `>`).
-_END_TAG_REST = re.compile(r"\s*>")
+_END_TAG_REST = re.compile(r"[\t\n\f\r ]*>")
 # An ATX heading or a thematic break line, after its indentation.
 _ENDS_ITS_BLOCK = re.compile(r"#{1,6}(?:[ \t]|$)|(?:(?:\*[ \t]*){3,}|(?:-[ \t]*){3,}|(?:_[ \t]*){3,})$")
 # Openers that removing a part could create by gluing the text on both sides of it.

@@ -123,6 +123,9 @@ _CLOSER_ONLY_PLACES: dict[str, dict[str, str]] = {
         # point holds.
         "in_svg_html": "<svg><desc><div></desc></svg>{closer} {canary}</div></desc></svg> {canary2}",
         "in_math_html": "<math><mi><p></mi></math>{closer} {canary}</p></mi></math> {canary2}",
+        # After end tags whose name a no-break space or an ideographic space follows: they
+        # end nothing (a name ends at ASCII white space), the script goes on.
+        "after_unicode_space_end_tags": "</section\u00a0> <script></script\u3000>{closer} {canary}</script> {canary2}",
         "in_template": "<template>{closer} {canary}</template> {canary2}",
         "in_select": "<select>{closer} {canary}</select> {canary2}",
         "in_svg": "<svg><desc>{closer} {canary}</desc></svg> {canary2}",
