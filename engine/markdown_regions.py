@@ -177,6 +177,9 @@ class ScanOptions:
     # ignores a `</section>` in a cell whose section was opened outside the table (the
     # cell bounds the end tag's scope).
     opened_outside_cell: int = 0
+    # Whether the text is a table cell's: an end tag there (`</table>`, `</object>`) ends
+    # no element opened before it, outside the table (a cell bounds its scope too).
+    in_cell: bool = False
     # Quotes and list items open around the text, beyond the markers its lines show: a
     # container's closer nested deeper than its opener closes nothing, whether the
     # parser stripped the markers (a quote's paragraph) or they are in the text.
@@ -677,6 +680,8 @@ class _Scanner:
             if innermost is None or innermost.name != name:
                 return
             opened_at = innermost.opened_at if innermost.count > section.earlier_elements else -1
+            if opened_at < 0 and self.options.in_cell:
+                return
             if innermost.in_foreign_html and (opened_at < 0 or opened_at < self.last_blank_line):
                 return  # held by a Markdown block started in it since (see `_OpenElement`)
             # Judged against its own start tag: `</title>` ends the `<title>` of an `<svg>`,
