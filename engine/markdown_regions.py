@@ -400,7 +400,7 @@ class _Scanner:
         glued opener opens a region here, as it would when the output is read again.
         """
         previous_end = self.removed[-2][1] if len(self.removed) > 1 else 0
-        earliest = max(previous_end, start - _LONGEST_GLUED_OPENER + 1)
+        earliest = max(previous_end, start - _LONGEST_GLUED_OPENER)
         # Searched back to `earliest` only (a line break before it changes nothing).
         before_start = max(earliest, self.text.rfind("\n", earliest, start) + 1)
         before = self.text[before_start:start]
@@ -409,7 +409,11 @@ class _Scanner:
         # No longer than a tag is read at first: a glued tag running past it is secret unread.
         glued = before + self.text[end : end + MAX_TAG_LENGTH - len(before)]
         for match in _GLUED_OPENERS.finditer(glued, 0, len(before) + _LONGEST_GLUED_OPENER):
-            if match.start() >= len(before) or match.end() <= len(before):
+            # `<section` opens only with the character after it (a space, `/` or `>`): one
+            # just before the removed part is glued to what follows it (`<section<!-- x -->
+            # class="secret">`).
+            extent = match.end() + (match.group().casefold() == "<section")
+            if match.start() >= len(before) or extent <= len(before):
                 continue  # wholly on one side: the scan sees it anyway
             opener_at = before_start + match.start()
             if match.group() == "%%":
