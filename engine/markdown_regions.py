@@ -37,6 +37,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass, replace
 from enum import Enum
 
+from markdown_it.rules_block.html_block import HTML_SEQUENCES
+
 from engine.markdown_inert import MAX_TAG_LENGTH, InertSpans, InertTest, markdown_tables, never_inert
 from engine.markdown_section_tags import secret_section_tag_end
 from engine.markdown_text import container_marker_count, fold_lookalikes, folds_to_none_of, without_container_prefix
@@ -81,6 +83,9 @@ _SECTION_EVENTS = re.compile(
 )
 # The rest of an end tag, which may run over a line break (`</section` newline `>`).
 _END_TAG_REST = re.compile(r"[\t\n\f\r ]*>")
+# A `>` starting a line after at most three spaces: a quote's marker, which interrupts a
+# paragraph.
+_QUOTE_MARKER_LINE = re.compile(r"\n {0,3}>")
 # An ATX heading or a thematic break line, after its indentation.
 _ENDS_ITS_BLOCK = re.compile(r"#{1,6}(?:[ \t]|$)|(?:(?:\*[ \t]*){3,}|(?:-[ \t]*){3,}|(?:_[ \t]*){3,})$")
 # Openers that removing a part could create by gluing the text on both sides of it.
@@ -321,6 +326,9 @@ class _Scanner:
         self.line_end_found = 0
         # Where the last blank line seen starts: a Markdown block may start after it.
         self.last_blank_line = -1
+        # Whether the line being scanned is in an HTML block (raw lines): a scan that
+        # starts within a line starts after a secret section's tag, which starts one.
+        self.html_block = True
 
     def run(self, start: int) -> ScanResult:
         text = self.text
@@ -465,6 +473,14 @@ class _Scanner:
         code_indent, code_text = _indentation(without_container_prefix(line))
         blank = not code_text.strip()
         self.in_indented_code = not blank and code_indent >= 4 and (self.previous_blank or self.in_indented_code)
+        # An HTML block starts a block (after a blank line, a heading or a rule), or all but
+        # the last kind may interrupt a paragraph; it goes on to a blank line.
+        if blank or not (self.html_block or (code_indent < 4 and code_text.startswith("<"))):
+            self.html_block = False
+        elif not self.html_block:
+            starts_block = self.previous_blank or position == 0
+            openings = (opening for opening, _, interrupts in HTML_SEQUENCES if starts_block or interrupts)
+            self.html_block = any(opening.match(code_text) for opening in openings)
         # After a heading or a thematic break as after a blank line: no paragraph goes
         # on there, so an indented line starts code.
         self.previous_blank = blank or (code_indent < 4 and bool(_ENDS_ITS_BLOCK.match(code_text)))
@@ -632,7 +648,7 @@ class _Scanner:
             nested = (match.start(), _open_count(section), section.inner_tags)
             self.stack[index] = replace(section, size=section.size + 1, inner_tags=nested)
             return match.end()
-        rest = _END_TAG_REST.match(self.text, match.end())
+        rest = self._end_tag_rest(match)
         if rest is None or self._inert(match.start()) or self._out_of_scope(match.start(), index):
             return None  # not an end tag, or not surely one, or one a browser ignores
         if section.size > 1:
@@ -645,6 +661,16 @@ class _Scanner:
         else:
             del self.stack[index]
         return rest.end()
+
+    def _end_tag_rest(self, match: re.Match[str]) -> re.Match[str] | None:
+        """The rest of the end tag whose name `match` is, up to its `>`; None when there is
+        none. In a paragraph's raw lines, a `>` starting a later line is a quote's marker
+        that interrupts the paragraph (`</section`, then `> x`): CommonMark leaves the
+        `</section` as text, and a browser never sees the end tag."""
+        rest = _END_TAG_REST.match(self.text, match.end())
+        if rest is None or not self.options.fences or self.html_block:
+            return rest
+        return None if _QUOTE_MARKER_LINE.search(self.text, match.end(), rest.end()) else rest
 
     def _out_of_scope(self, end_tag_at: int, index: int) -> bool:
         """Whether a browser ignores a `</section>` at `end_tag_at` for the section frame
@@ -681,7 +707,7 @@ class _Scanner:
         innermost = section.open_elements
         name = match.group().lstrip("</").casefold()
         if match.group().startswith("</"):
-            if innermost is None or innermost.name != name:
+            if innermost is None or innermost.name != name or self._end_tag_rest(match) is None:
                 return
             opened_at = innermost.opened_at if innermost.count > section.earlier_elements else -1
             if opened_at < 0 and self.options.in_cell:
