@@ -132,6 +132,8 @@ _CLOSER_ONLY_PLACES: dict[str, dict[str, str]] = {
         "in_math": "<math><mi>{closer} {canary}</mi></math> {canary2}",
         "in_table_over_blocks": "x <table>\n{closer} {canary}</table> {canary2}",
         "gfm_cell": "| a |\n|---|\n| {closer} {canary} |\n\n{canary2}",
+        # Split from its `>` by a quote's marker line, which interrupts the paragraph.
+        "split_by_a_quote": "x </section\n> {canary}\n\n{canary2}",
         # On a line the parser drops (nested too deep, or continuing a paragraph there).
         "dropped_quote": "> " * 20 + "{closer} {canary}\n\n{canary2}",
         "dropped_lazy_line": "> " * 20 + "x\n{closer} {canary}\n\n{canary2}",
