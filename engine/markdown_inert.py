@@ -45,7 +45,9 @@ _EVENTS = re.compile(
     re.I,
 )
 _BLANK_LINE = re.compile(r"\n[ \t]*(?=\n)")
-_RAW_TEXT_END = {name: re.compile(rf"</{name}\s*>", re.I) for name in _RAW_TEXT}
+# An end tag's name ends at ASCII white space only: `</script` and a no-break space goes
+# on being the script's text.
+_RAW_TEXT_END = {name: re.compile(rf"</{name}[\t\n\f\r ]*>", re.I) for name in _RAW_TEXT}
 _LITERAL_CLOSERS = {closer: re.compile(re.escape(closer)) for closer in (">", "]]>")}
 
 
@@ -279,7 +281,9 @@ def _destination_end(text: str, position: int) -> int:
     return limit
 
 
-_DEFINITION_DESTINATION = re.compile(r"[ \t]*\n?[ \t]*(?:<[^<>\n]*>?|[^\s<]\S*)?")
+# A destination not in `<...>` ends at a space or an ASCII control character only (a no-break
+# space is part of it, as in markdown-it).
+_DEFINITION_DESTINATION = re.compile(r"[ \t]*\n?[ \t]*(?:<[^<>\n]*>?|[^\x00-\x20\x7f<][^\x00-\x20\x7f]*)?")
 _TITLE_START = re.compile(r"[ \t]*\n?[ \t]*([\"'(])")
 _TITLE_CLOSE = {'"': '"', "'": "'", "(": ")"}
 

@@ -37,6 +37,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass, replace
 from enum import Enum
 
+from markdown_it.rules_block.html_block import HTML_SEQUENCES
+
 from engine.markdown_inert import MAX_TAG_LENGTH, InertSpans, InertTest, markdown_tables, never_inert
 from engine.markdown_section_tags import secret_section_tag_end
 from engine.markdown_text import container_marker_count, fold_lookalikes, folds_to_none_of, without_container_prefix
@@ -60,12 +62,30 @@ _TOP_LEVEL_OPENERS = re.compile(r"<!--|%%|<section(?=[\s/>])", re.IGNORECASE)
 # a table; SVG and MathML stand for their text integration points, erring toward hiding),
 # and `<select>`, inside which it ignores end tags but its own: a `</section>` inside one
 # opened after the section's innermost open tag, and still open, ends nothing.
-_SCOPE_BOUNDARIES = "table|object|applet|marquee|template|svg|math|select"
+_SCOPE_BOUNDARIES = frozenset({"table", "object", "applet", "marquee", "template", "svg", "math", "select"})
+_FOREIGN_ELEMENTS = frozenset({"svg", "math"})
+# Inside an `<svg>` or a `<math>`, the elements where a browser reads HTML again (its text
+# integration points). An HTML element opened there holds the end tags of the elements
+# around it until it ends (`<svg><foreignObject><div></foreignObject></svg>` ends neither),
+# so there every element is kept track of, as the scope-bounding ones are.
+_INTEGRATION_POINTS = frozenset({"foreignobject", "desc", "title", "mi", "mo", "mn", "ms", "mtext", "annotation-xml"})
+# HTML elements that hold nothing: no end tag ends them.
+_VOID_ELEMENTS = frozenset(
+    {"area", "base", "basefont", "bgsound", "br", "col", "embed", "frame", "hr", "img", "input", "keygen", "link"}
+    | {"meta", "param", "source", "track", "wbr"}
+)
+# Comments, section tags, and any other tag (the scope-bounding ones among them), whose
+# name holds no opener (`<b%%` is text, then a comment). A tag's name ends at ASCII white
+# space only, in HTML as in CommonMark: `</section` and a no-break space is no end tag.
 _SECTION_EVENTS = re.compile(
-    rf"<!--|%%|<section(?=[\s/>])|</section(?=[\s>])|</?(?:{_SCOPE_BOUNDARIES})(?=[\s/>])", re.IGNORECASE
+    r"<!--|%%|<section(?=[\s/>])|</section(?=[\t\n\f\r >])|</?[A-Za-z][^\t\n\f\r /><%]*(?=[\t\n\f\r />])",
+    re.IGNORECASE,
 )
 # The rest of an end tag, which may run over a line break (`</section` newline `>`).
-_END_TAG_REST = re.compile(r"\s*>")
+_END_TAG_REST = re.compile(r"[\t\n\f\r ]*>")
+# A `>` starting a line after at most three spaces: a quote's marker, which interrupts a
+# paragraph.
+_QUOTE_MARKER_LINE = re.compile(r"\n {0,3}>")
 # An ATX heading or a thematic break line, after its indentation.
 _ENDS_ITS_BLOCK = re.compile(r"#{1,6}(?:[ \t]|$)|(?:(?:\*[ \t]*){3,}|(?:-[ \t]*){3,}|(?:_[ \t]*){3,})$")
 # Openers that removing a part could create by gluing the text on both sides of it.
@@ -79,6 +99,27 @@ _LIST_ITEM_MARKER = re.compile(r"[ ]*(?:[-+*]|\d{1,9}[.)])(?=[ ]|$)")
 # Open tags, innermost first: (offset, how many scope-bounding elements were open when it
 # opened, the tags around it).
 _TagLink = tuple[int, int, "_TagLink | None"]
+
+
+@dataclass(frozen=True, slots=True)
+class _OpenElement:
+    """An element bounding an end tag's scope (a `<table>`, ...), or one opened in the HTML
+    of an `<svg>` or `<math>`, open inside a section; a linked list, innermost first, so
+    that nesting thousands deep stays linear."""
+
+    name: str
+    # Offset of its start tag in the text being scanned (see `Frame.earlier_elements`).
+    opened_at: int
+    # Whether what opens inside it is HTML inside an `<svg>` or a `<math>` (it is one of
+    # their integration points, or in one): every element there is kept track of.
+    foreign_html: bool
+    # Whether it or one around it is such an integration point: then a Markdown block
+    # started since its start tag (a paragraph's `<p>`, a list's `<li>`) is an HTML
+    # element opened in it, which holds its end tag in a browser.
+    in_foreign_html: bool
+    around: _OpenElement | None
+    # How many are open, this one included.
+    count: int
 
 
 class FrameKind(Enum):
@@ -110,9 +151,13 @@ class Frame:
     # open, innermost first: an end tag is judged against the innermost one's place. (A
     # linked list: nesting thousands deep stays linear.)
     inner_tags: _TagLink | None = None
-    # How many elements bounding an end tag's scope (a `<table>`, ...) opened inside a
-    # section are open: its end tags are ignored inside those opened after their tag.
-    open_boundaries: int = 0
+    # The elements bounding an end tag's scope (a `<table>`, ...) opened inside a section
+    # and still open (and those opened in the HTML of an `<svg>` or `<math>`): its end
+    # tags are ignored inside those opened after their tag.
+    open_elements: _OpenElement | None = None
+    # How many of `open_elements`, the outermost, were opened in an earlier text (their
+    # offsets are not this text's).
+    earlier_elements: int = 0
     # A container's quote and list markers on its opening line, as written in the text
     # scanned: a `:::` line nested deeper (`> :::` under a `:::gm` line) is inside a quote
     # or list item of the container, and closes it for no reader that knows nesting.
@@ -147,6 +192,9 @@ class ScanOptions:
     # ignores a `</section>` in a cell whose section was opened outside the table (the
     # cell bounds the end tag's scope).
     opened_outside_cell: int = 0
+    # Whether the text is a table cell's: an end tag there (`</table>`, `</object>`) ends
+    # no element opened before it, outside the table (a cell bounds its scope too).
+    in_cell: bool = False
     # Quotes and list items open around the text, beyond the markers its lines show: a
     # container's closer nested deeper than its opener closes nothing, whether the
     # parser stripped the markers (a quote's paragraph) or they are in the text.
@@ -313,6 +361,11 @@ class _Scanner:
         # shares it, so a long line of many events is searched once, not once per event.
         self.line_end_searched_from = 0
         self.line_end_found = 0
+        # Where the last blank line seen starts: a Markdown block may start after it.
+        self.last_blank_line = -1
+        # Whether the line being scanned is in an HTML block (raw lines): a scan that
+        # starts within a line starts after a secret section's tag, which starts one.
+        self.html_block = True
 
     def run(self, start: int) -> ScanResult:
         text = self.text
@@ -340,7 +393,9 @@ class _Scanner:
 
     def _result(self, stopped_at: int | None = None) -> ScanResult:
         # Offsets do not carry over to the next text.
-        stack = [replace(frame, opened_at=-1, inner_tags=None) for frame in self.stack]
+        stack = [
+            replace(frame, opened_at=-1, inner_tags=None, earlier_elements=_open_count(frame)) for frame in self.stack
+        ]
         return ScanResult(removed=self.removed, stack=stack, stopped_at=stopped_at)
 
     def _stopped(self) -> bool:
@@ -390,7 +445,7 @@ class _Scanner:
         glued opener opens a region here, as it would when the output is read again.
         """
         previous_end = self.removed[-2][1] if len(self.removed) > 1 else 0
-        earliest = max(previous_end, start - _LONGEST_GLUED_OPENER + 1)
+        earliest = max(previous_end, start - _LONGEST_GLUED_OPENER)
         # Searched back to `earliest` only (a line break before it changes nothing).
         before_start = max(earliest, self.text.rfind("\n", earliest, start) + 1)
         before = self.text[before_start:start]
@@ -399,7 +454,11 @@ class _Scanner:
         # No longer than a tag is read at first: a glued tag running past it is secret unread.
         glued = before + self.text[end : end + MAX_TAG_LENGTH - len(before)]
         for match in _GLUED_OPENERS.finditer(glued, 0, len(before) + _LONGEST_GLUED_OPENER):
-            if match.start() >= len(before) or match.end() <= len(before):
+            # `<section` opens only with the character after it (a space, `/` or `>`): one
+            # just before the removed part is glued to what follows it (`<section<!-- x -->
+            # class="secret">`).
+            extent = match.end() + (match.group().casefold() == "<section")
+            if match.start() >= len(before) or extent <= len(before):
                 continue  # wholly on one side: the scan sees it anyway
             opener_at = before_start + match.start()
             if match.group() == "%%":
@@ -454,9 +513,19 @@ class _Scanner:
         code_indent, code_text = _indentation(without_container_prefix(line))
         blank = not code_text.strip()
         self.in_indented_code = not blank and code_indent >= 4 and (self.previous_blank or self.in_indented_code)
+        # An HTML block starts a block (after a blank line, a heading or a rule), or all but
+        # the last kind may interrupt a paragraph; it goes on to a blank line.
+        if blank or not (self.html_block or (code_indent < 4 and code_text.startswith("<"))):
+            self.html_block = False
+        elif not self.html_block:
+            starts_block = self.previous_blank or position == 0
+            openings = (opening for opening, _, interrupts in HTML_SEQUENCES if starts_block or interrupts)
+            self.html_block = any(opening.match(code_text) for opening in openings)
         # After a heading or a thematic break as after a blank line: no paragraph goes
         # on there, so an indented line starts code.
         self.previous_blank = blank or (code_indent < 4 and bool(_ENDS_ITS_BLOCK.match(code_text)))
+        if blank:
+            self.last_blank_line = position
         top = self.stack[-1] if self.stack else None
         if top is not None and top.kind is FrameKind.SECTION:
             # HTML, not code, however indented: checked before the indented-code rule.
@@ -648,18 +717,24 @@ class _Scanner:
         then ends under the container, which goes on to its own closer). Returns where the
         scan goes on; None when the end tag is not surely one."""
         section = self.stack[index]
-        if not match.group().lower().startswith(("<section", "</section")):
+        if match.group().lstrip("</").casefold() != "section":
             self._scope_boundary(match, index)
             return match.end()
         if not match.group().startswith("</"):
-            nested = (match.start(), section.open_boundaries, section.inner_tags)
+            if section.open_elements is not None and section.open_elements.foreign_html:
+                # In the HTML of an `<svg>` or `<math>`, a section is kept track of like any
+                # element there: until it ends, it holds the end tags around it.
+                section = _with_element(section, "section", match.start(), foreign_html=True)
+            nested = (match.start(), _open_count(section), section.inner_tags)
             self.stack[index] = replace(section, size=section.size + 1, inner_tags=nested)
             return match.end()
-        rest = _END_TAG_REST.match(self.text, match.end())
+        rest = self._end_tag_rest(match)
         if rest is None or self._not_an_end_tag(match.start(), section) or self._out_of_scope(match.start(), index):
             return None  # not an end tag, or not surely one, or one a browser ignores
         if section.size > 1:
             inner = section.inner_tags
+            if section.open_elements is not None and section.open_elements.name == "section":
+                section = _without_innermost(section)
             self.stack[index] = replace(section, size=section.size - 1, inner_tags=None if inner is None else inner[2])
         elif index == -1:
             return self._pop(rest.end())
@@ -671,6 +746,16 @@ class _Scanner:
         """Whether an end tag at `at` might not be markup, or is not rendered, for `section`."""
         return self._inert(at) or self.options.unrendered(at, _innermost_tag(section))
 
+    def _end_tag_rest(self, match: re.Match[str]) -> re.Match[str] | None:
+        """The rest of the end tag whose name `match` is, up to its `>`; None when there is
+        none. In a paragraph's raw lines, a `>` starting a later line is a quote's marker
+        that interrupts the paragraph (`</section`, then `> x`): CommonMark leaves the
+        `</section` as text, and a browser never sees the end tag."""
+        rest = _END_TAG_REST.match(self.text, match.end())
+        if rest is None or not self.options.fences or self.html_block:
+            return rest
+        return None if _QUOTE_MARKER_LINE.search(self.text, match.end(), rest.end()) else rest
+
     def _out_of_scope(self, end_tag_at: int, index: int) -> bool:
         """Whether a browser ignores a `</section>` at `end_tag_at` for the section frame
         at `index` of the stack: a table, an object, ... opened after its innermost open
@@ -681,7 +766,7 @@ class _Scanner:
         section = self.stack[index]
         # Without its nested tags' counts (opened in an earlier text), any open one counts.
         open_at_innermost = section.inner_tags[1] if section.inner_tags is not None else 0
-        if section.open_boundaries > open_at_innermost:
+        if _open_count(section) > open_at_innermost:
             return True
         return self._in_later_markdown_table(end_tag_at, section)
 
@@ -696,17 +781,41 @@ class _Scanner:
 
     def _scope_boundary(self, match: re.Match[str], index: int) -> None:
         """Count a scope-bounding start or end tag (`<table>`, `</table>`) in the section
-        frame at `index`: a start tag like an opener, wherever it might be markup (not
-        escaped), an end tag like a closer, only where it surely is (not in a cell of a
-        table the section holds: there it ends at most that table)."""
-        end_tag = match.group().startswith("</")
+        frame at `index` (in the HTML of an `<svg>` or `<math>`, any tag): a start tag
+        like an opener, wherever it might be markup (not escaped), an end tag like a
+        closer, only where it surely is (not in a cell of a table the section holds:
+        there it ends at most that table), and only when it ends the innermost one open:
+        a browser ignores `</object>` inside a `<table>` (and `</table>` inside an
+        `<object>`), which then still bounds the scope."""
         section = self.stack[index]
-        if self._escaped(match.start()) or (end_tag and self._not_an_end_tag(match.start(), section)):
+        innermost = section.open_elements
+        name = match.group().lstrip("</").casefold()
+        if match.group().startswith("</"):
+            if innermost is None or innermost.name != name or self._end_tag_rest(match) is None:
+                return
+            opened_at = innermost.opened_at if innermost.count > section.earlier_elements else -1
+            if opened_at < 0 and self.options.in_cell:
+                return
+            if innermost.in_foreign_html and (opened_at < 0 or opened_at < self.last_blank_line):
+                return  # held by a Markdown block started in it since (see `_OpenElement`)
+            # Judged against its own start tag: `</title>` ends the `<title>` of an `<svg>`,
+            # which is raw text to engine.markdown_inert.
+            if self.options.inert(match.start(), opened_at) or self.options.unrendered(match.start(), opened_at):
+                return
+            if self._in_later_markdown_table(match.start(), section):
+                return
+            self.stack[index] = _without_innermost(section)
             return
-        if end_tag and self._in_later_markdown_table(match.start(), section):
+        if self._escaped(match.start()):
             return
-        change = -1 if end_tag else 1
-        self.stack[index] = replace(section, open_boundaries=max(section.open_boundaries + change, 0))
+        foreign_html = innermost is not None and innermost.foreign_html
+        if innermost is not None and innermost.name in _FOREIGN_ELEMENTS and name in _INTEGRATION_POINTS:
+            foreign_html = True
+        elif name in _FOREIGN_ELEMENTS:
+            foreign_html = False
+        elif name not in _SCOPE_BOUNDARIES and (not foreign_html or name in _VOID_ELEMENTS):
+            return
+        self.stack[index] = _with_element(section, name, match.start(), foreign_html=foreign_html)
 
     def _inline_container(self, position: int) -> int:
         line_end = self._line_end(position)
@@ -726,7 +835,7 @@ class _Scanner:
                 after = self._section_tag(match, -2)
                 if after is not None:
                     return after
-            elif match.group().lower().startswith("<section"):
+            elif match.group().casefold() == "<section":
                 # A secret section opened inside a GM container runs to its own end tag,
                 # past the container's closer if that comes first (rule 4).
                 tag_end = secret_section_tag_end(self.text, start)
@@ -744,6 +853,26 @@ def _quotes(line: str) -> int:
     prefix = _QUOTE_MARKERS.match(line)
     assert prefix is not None  # the pattern matches the empty string
     return prefix.group().count(">")
+
+
+def _open_count(section: Frame) -> int:
+    return 0 if section.open_elements is None else section.open_elements.count
+
+
+def _with_element(section: Frame, name: str, at: int, *, foreign_html: bool) -> Frame:
+    """`section` with element `name` opened at `at` inside what it holds open."""
+    innermost = section.open_elements
+    in_foreign_html = foreign_html or (innermost is not None and innermost.in_foreign_html)
+    opened = _OpenElement(name, at, foreign_html, in_foreign_html, innermost, _open_count(section) + 1)
+    return replace(section, open_elements=opened)
+
+
+def _without_innermost(section: Frame) -> Frame:
+    """`section` with its innermost open element ended."""
+    assert section.open_elements is not None
+    count = section.open_elements.count - 1
+    earlier = min(section.earlier_elements, count)
+    return replace(section, open_elements=section.open_elements.around, earlier_elements=earlier)
 
 
 def _innermost_tag(section: Frame) -> int:

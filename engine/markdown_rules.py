@@ -924,6 +924,7 @@ class _Stripper:
                 line_start=line_start,
                 inert=self.source_inert.test_for(token.map, token.content, _inert_test(token.content, raw_html=False)),
                 opened_outside_cell=self.opened_before_table if in_cell else 0,
+                in_cell=in_cell,
                 depth=self.depth,
                 lazy_lines=self._lazy_lines(token) if self.depth and not in_cell else frozenset(),
             ),

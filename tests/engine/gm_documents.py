@@ -116,12 +116,24 @@ _CLOSER_ONLY_PLACES: dict[str, dict[str, str]] = {
     "</section>": {
         "in_table": "<table><tr><td>{closer} {canary}</td></tr></table> {canary2}",
         "in_object": "<object>{closer} {canary}</object> {canary2}",
+        # After an end tag of another such element, which a browser ignores there.
+        "in_table_after_other_end_tag": "<table></object>{closer} {canary}</table> {canary2}",
+        "in_object_after_other_end_tag": "<object></table>{closer} {canary}</object> {canary2}",
+        # After the end tags of an svg or a math, which HTML opened in its integration
+        # point holds.
+        "in_svg_html": "<svg><desc><div></desc></svg>{closer} {canary}</div></desc></svg> {canary2}",
+        "in_math_html": "<math><mi><p></mi></math>{closer} {canary}</p></mi></math> {canary2}",
+        # After end tags whose name a no-break space or an ideographic space follows: they
+        # end nothing (a name ends at ASCII white space), the script goes on.
+        "after_unicode_space_end_tags": "</section\u00a0> <script></script\u3000>{closer} {canary}</script> {canary2}",
         "in_template": "<template>{closer} {canary}</template> {canary2}",
         "in_select": "<select>{closer} {canary}</select> {canary2}",
         "in_svg": "<svg><desc>{closer} {canary}</desc></svg> {canary2}",
         "in_math": "<math><mi>{closer} {canary}</mi></math> {canary2}",
         "in_table_over_blocks": "x <table>\n{closer} {canary}</table> {canary2}",
         "gfm_cell": "| a |\n|---|\n| {closer} {canary} |\n\n{canary2}",
+        # Split from its `>` by a quote's marker line, which interrupts the paragraph.
+        "split_by_a_quote": "x </section\n> {canary}\n\n{canary2}",
         # On a line the parser drops (nested too deep, or continuing a paragraph there).
         "dropped_quote": "> " * 20 + "{closer} {canary}\n\n{canary2}",
         "dropped_lazy_line": "> " * 20 + "x\n{closer} {canary}\n\n{canary2}",
