@@ -162,8 +162,8 @@ class Frame:
     # scanned: a `:::` line nested deeper (`> :::` under a `:::gm` line) is inside a quote
     # or list item of the container, and closes it for no reader that knows nesting.
     markers: int = 0
-    # A fence's list items, as the raw lines' indentation holds them at its opening line:
-    # a line indented out of the innermost ends the item, and the fence in it.
+    # A fence's list items, those surely holding its opening line by the raw lines'
+    # indentation: a line indented out of the innermost ends the item, and the fence in it.
     items: int = 0
 
 
@@ -357,6 +357,11 @@ class _Scanner:
         # Raw lines: the columns where the list items opened by the lines read so far put
         # their content, outermost first (see `_items_around`).
         self.list_items: list[int] = []
+        # How many of them, outermost first, surely still hold the lines: every non-blank
+        # line since each opened was indented into it. The others may have ended at a line
+        # `list_items` keeps them over (one read as lazy that is not: a fence, a heading, a
+        # line after one), or an empty item at a blank line (`-`, blank line, `  x`).
+        self.sure_items = 0
         # The last line end found and where its search started: every position between
         # shares it, so a long line of many events is searched once, not once per event.
         self.line_end_searched_from = 0
@@ -600,10 +605,15 @@ class _Scanner:
         marker = _LIST_ITEM_MARKER.match(expanded)
         if self.previous_blank or content.startswith(">") or marker is not None:
             del self.list_items[around:]  # no lazy line: the items it is not in end
+        self.sure_items = min(self.sure_items, around)
+        all_sure = self.sure_items == len(self.list_items)
         position = 0
         while (marker := _LIST_ITEM_MARKER.match(expanded, position)) is not None:
             self.list_items.append(marker.end() + 1)
             position = marker.end()
+        if all_sure:
+            # An item opened empty ends at a blank line after it: not sure to hold any.
+            self.sure_items = len(self.list_items) - (position > 0 and not expanded[position:].strip())
         return around
 
     def _open_fence(self, line: str, position: int) -> bool:
@@ -615,7 +625,9 @@ class _Scanner:
             return False
         marker = fence.group(1) or fence.group(2)
         fence_frame = Frame(FrameKind.FENCE, len(marker), marker[0], opened_at=position, markers=_quotes(line))
-        self.stack.append(replace(fence_frame, items=len(self.list_items)))
+        # Only the items surely holding it: one the fence is taken out of when it is not
+        # in it would end it early, and a closer after it would close a region.
+        self.stack.append(replace(fence_frame, items=self.sure_items))
         return True
 
     def _ends_nested_fence(self, line: str, around: int) -> bool:
