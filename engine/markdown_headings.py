@@ -34,10 +34,14 @@ def is_gm_heading_text(text: str) -> bool:
     A trailing attribute block (`## GM {#plot .unnumbered}`, Pandoc's) or footnote
     reference (`[^1]`) is not part of it, and an Obsidian wikilink (`[[GM]]`) names its
     text. A closing sequence of hashes that reads as one only once folded (`## GM`, then
-    fullwidth hashes: markdown-it keeps them in the text) is no part of it either.
+    fullwidth hashes: markdown-it keeps them in the text), or one before an attribute
+    block, is no part of it either.
     """
     unmarked = _without_closing_hashes(_INLINE_MARKERS.sub("", fold_lookalikes(text)))
-    trimmed = _without_footnote_references(_without_attribute_block(" ".join(unmarked.split())))
+    # Pandoc reads an attribute block after a closing sequence (`## GM ## {#plot}`), which
+    # markdown-it keeps in the text: the hashes before it are no part of the name either.
+    without_attributes = _without_closing_hashes(_without_attribute_block(" ".join(unmarked.split())))
+    trimmed = _without_footnote_references(without_attributes)
     normalized = _strip_trailing_colons(_wikilink_text(trimmed).casefold())
     if normalized.startswith("[gm]"):
         return True
