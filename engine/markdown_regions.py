@@ -83,9 +83,13 @@ _SECTION_EVENTS = re.compile(
 )
 # The rest of an end tag, which may run over a line break (`</section` newline `>`).
 _END_TAG_REST = re.compile(r"[\t\n\f\r ]*>")
-# A `>` starting a line after at most three spaces: a quote's marker, which interrupts a
-# paragraph.
-_QUOTE_MARKER_LINE = re.compile(r"\n {0,3}>")
+# A `>` starting a line: a quote's marker, which interrupts a paragraph (in a list item
+# whose text is indented four columns or more, or a tab, one indented that far too; one
+# indented deeper still continues the paragraph, and is taken for a marker all the same).
+_QUOTE_MARKER_LINE = re.compile(r"\n[ \t]*>")
+# The closing sequence of markdown-it's last two kinds of HTML block (`<div>`, any tag
+# alone on its line): a blank line, which is no part of the block.
+_HTML_BLOCK_ENDS_AT_BLANK_LINE = HTML_SEQUENCES[-1][1]
 # An ATX heading or a thematic break line, after its indentation.
 _ENDS_ITS_BLOCK = re.compile(r"#{1,6}(?:[ \t]|$)|(?:(?:\*[ \t]*){3,}|(?:-[ \t]*){3,}|(?:_[ \t]*){3,})$")
 # Openers that removing a part could create by gluing the text on both sides of it.
@@ -366,6 +370,10 @@ class _Scanner:
         # Whether the line being scanned is in an HTML block (raw lines): a scan that
         # starts within a line starts after a secret section's tag, which starts one.
         self.html_block = True
+        # The closing sequence of the HTML block the line after this one would be in: a
+        # blank line for most kinds, `-->`, `?>`, `</script>`, ... for the others (then
+        # the block ends with the line holding it); None when that line starts outside one.
+        self.html_block_closing: re.Pattern[str] | None = _HTML_BLOCK_ENDS_AT_BLANK_LINE
 
     def run(self, start: int) -> ScanResult:
         text = self.text
@@ -515,12 +523,17 @@ class _Scanner:
         self.in_indented_code = not blank and code_indent >= 4 and (self.previous_blank or self.in_indented_code)
         # An HTML block starts a block (after a blank line, a heading or a rule), or all but
         # the last kind may interrupt a paragraph; it goes on to a blank line.
-        if blank or not (self.html_block or (code_indent < 4 and code_text.startswith("<"))):
-            self.html_block = False
-        elif not self.html_block:
+        # A comment, a `<script>`, a `<?...?>`, ... ends with the line holding its closing
+        # sequence, blank lines or not (`<?x?>`, then a paragraph).
+        closing = self.html_block_closing
+        if blank and closing is not None and closing.pattern == _HTML_BLOCK_ENDS_AT_BLANK_LINE.pattern:
+            closing = None
+        elif closing is None and not blank and code_indent < 4 and code_text.startswith("<"):
             starts_block = self.previous_blank or position == 0
-            openings = (opening for opening, _, interrupts in HTML_SEQUENCES if starts_block or interrupts)
-            self.html_block = any(opening.match(code_text) for opening in openings)
+            kinds = (kind for kind in HTML_SEQUENCES if starts_block or kind[2])
+            closing = next((ends for opening, ends, _ in kinds if opening.match(code_text)), None)
+        self.html_block = closing is not None and not blank
+        self.html_block_closing = None if closing is None or closing.search(code_text) else closing
         # After a heading or a thematic break as after a blank line: no paragraph goes
         # on there, so an indented line starts code.
         self.previous_blank = blank or (code_indent < 4 and bool(_ENDS_ITS_BLOCK.match(code_text)))
