@@ -353,6 +353,9 @@ class _Scanner:
         self.options = options
         self.code_starts = [start for start, _ in options.code]
         self.removed: list[tuple[int, int]] = []
+        # For each range in `removed`, the index of the first of the run of adjacent ranges
+        # it ends (removing them all glues the text on both sides of the run).
+        self.removed_runs: list[int] = []
         self.region_start: int | None = None
         # Indented code in raw lines: after a blank line, a line indented 4+ is code.
         self.previous_blank = True
@@ -396,7 +399,7 @@ class _Scanner:
             if self._stopped():
                 return self._result(stopped_at=position)
         if self.stack and self.region_start is not None:
-            self.removed.append((self.region_start, len(text)))
+            self._remove(self.region_start, len(text))
         return self._result()
 
     def _result(self, stopped_at: int | None = None) -> ScanResult:
@@ -442,7 +445,7 @@ class _Scanner:
         self.stack.pop()
         if not self.stack and self.region_start is not None:
             start, self.region_start = self.region_start, None
-            self.removed.append((start, at))
+            self._remove(start, at)
             return self._reopen_glued(start, at)
         return at
 
@@ -452,11 +455,8 @@ class _Scanner:
         `<<!-- x -->!-- y -->` would read `<!-- y -->` once the inner comment is gone: the
         glued opener opens a region here, as it would when the output is read again.
         """
-        previous_end = self.removed[-2][1] if len(self.removed) > 1 else 0
-        earliest = max(previous_end, start - _LONGEST_GLUED_OPENER)
-        # Searched back to `earliest` only (a line break before it changes nothing).
-        before_start = max(earliest, self.text.rfind("\n", earliest, start) + 1)
-        before = self.text[before_start:start]
+        kept = self._kept_before_last_removed()
+        before = "".join(self.text[piece_start:piece_end] for piece_start, piece_end in kept)
         if not before:
             return end
         # No longer than a tag is read at first: a glued tag running past it is secret unread.
@@ -468,7 +468,7 @@ class _Scanner:
             extent = match.end() + (match.group().casefold() == "<section")
             if match.start() >= len(before) or extent <= len(before):
                 continue  # wholly on one side: the scan sees it anyway
-            opener_at = before_start + match.start()
+            opener_at = _offset_in(kept, match.start())
             if match.group() == "%%":
                 frame, after = Frame(FrameKind.OBSIDIAN_COMMENT), match.end()
             elif match.group() == "<!--":
@@ -478,11 +478,40 @@ class _Scanner:
                 if tag_end is None:
                     continue
                 frame, after = Frame(FrameKind.SECTION, 1), tag_end
-            # One region from the glued opener on, covering the range just removed.
-            self.removed.pop()
+            # One region from the glued opener on, covering the ranges removed since.
+            while self.removed and self.removed[-1][0] > opener_at:
+                self.removed_runs.pop()
+                self.removed.pop()
             self._push(frame, opener_at)
             return end + after - len(before)
         return end
+
+    def _remove(self, start: int, end: int) -> None:
+        """Remove `start..end`, noting the run of removed ranges it ends."""
+        adjacent = bool(self.removed) and self.removed[-1][1] == start
+        self.removed_runs.append(self.removed_runs[-1] if adjacent else len(self.removed))
+        self.removed.append((start, end))
+
+    def _kept_before_last_removed(self) -> list[tuple[int, int]]:
+        """The text kept just before the last removed range, as the output reads it: up to
+        the longest glued opener's length, back to a line break (one before it changes
+        nothing), across earlier removed ranges (`<sec<!-- a -->ti<!-- b -->on`, or two
+        comments side by side, glue once both are gone). Pieces of the text, in order; a
+        run of adjacent ranges is stepped over at once, so this stays linear."""
+        kept: list[tuple[int, int]] = []
+        wanted = _LONGEST_GLUED_OPENER
+        first = self.removed_runs[-1]
+        while wanted > 0:
+            piece_end = self.removed[first][0]
+            previous_end = self.removed[first - 1][1] if first > 0 else 0
+            piece_start = max(previous_end, piece_end - wanted)
+            piece_start = max(piece_start, self.text.rfind("\n", piece_start, piece_end) + 1)
+            kept.insert(0, (piece_start, piece_end))
+            if first == 0 or piece_start != previous_end:
+                break
+            wanted -= piece_end - piece_start
+            first = self.removed_runs[first - 1]
+        return kept
 
     def _inert_comment_closer(self, found: int, closer: str) -> bool:
         # Inside an HTML comment nothing is a tag: a "tag" or bogus comment that the
@@ -886,6 +915,15 @@ def _without_innermost(section: Frame) -> Frame:
     count = section.open_elements.count - 1
     earlier = min(section.earlier_elements, count)
     return replace(section, open_elements=section.open_elements.around, earlier_elements=earlier)
+
+
+def _offset_in(pieces: list[tuple[int, int]], position: int) -> int:
+    """The offset in the text of `position` in the pieces of it joined."""
+    for start, end in pieces:
+        if position < end - start:
+            return start + position
+        position -= end - start
+    raise ValueError(position)
 
 
 def _innermost_tag(section: Frame) -> int:
