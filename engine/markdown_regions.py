@@ -83,9 +83,13 @@ _SECTION_EVENTS = re.compile(
 )
 # The rest of an end tag, which may run over a line break (`</section` newline `>`).
 _END_TAG_REST = re.compile(r"[\t\n\f\r ]*>")
-# A `>` starting a line after at most three spaces: a quote's marker, which interrupts a
-# paragraph.
-_QUOTE_MARKER_LINE = re.compile(r"\n {0,3}>")
+# A `>` starting a line: a quote's marker, which interrupts a paragraph (in a list item
+# whose text is indented four columns or more, or a tab, one indented that far too; one
+# indented deeper still continues the paragraph, and is taken for a marker all the same).
+_QUOTE_MARKER_LINE = re.compile(r"\n[ \t]*>")
+# The closing sequence of markdown-it's last two kinds of HTML block (`<div>`, any tag
+# alone on its line): a blank line, which is no part of the block.
+_HTML_BLOCK_ENDS_AT_BLANK_LINE = HTML_SEQUENCES[-1][1]
 # An ATX heading or a thematic break line, after its indentation.
 _ENDS_ITS_BLOCK = re.compile(r"#{1,6}(?:[ \t]|$)|(?:(?:\*[ \t]*){3,}|(?:-[ \t]*){3,}|(?:_[ \t]*){3,})$")
 # Openers that removing a part could create by gluing the text on both sides of it.
@@ -349,6 +353,9 @@ class _Scanner:
         self.options = options
         self.code_starts = [start for start, _ in options.code]
         self.removed: list[tuple[int, int]] = []
+        # For each range in `removed`, the index of the first of the run of adjacent ranges
+        # it ends (removing them all glues the text on both sides of the run).
+        self.removed_runs: list[int] = []
         self.region_start: int | None = None
         # Indented code in raw lines: after a blank line, a line indented 4+ is code.
         self.previous_blank = True
@@ -371,6 +378,10 @@ class _Scanner:
         # Whether the line being scanned is in an HTML block (raw lines): a scan that
         # starts within a line starts after a secret section's tag, which starts one.
         self.html_block = True
+        # The closing sequence of the HTML block the line after this one would be in: a
+        # blank line for most kinds, `-->`, `?>`, `</script>`, ... for the others (then
+        # the block ends with the line holding it); None when that line starts outside one.
+        self.html_block_closing: re.Pattern[str] | None = _HTML_BLOCK_ENDS_AT_BLANK_LINE
 
     def run(self, start: int) -> ScanResult:
         text = self.text
@@ -393,7 +404,7 @@ class _Scanner:
             if self._stopped():
                 return self._result(stopped_at=position)
         if self.stack and self.region_start is not None:
-            self.removed.append((self.region_start, len(text)))
+            self._remove(self.region_start, len(text))
         return self._result()
 
     def _result(self, stopped_at: int | None = None) -> ScanResult:
@@ -439,7 +450,7 @@ class _Scanner:
         self.stack.pop()
         if not self.stack and self.region_start is not None:
             start, self.region_start = self.region_start, None
-            self.removed.append((start, at))
+            self._remove(start, at)
             return self._reopen_glued(start, at)
         return at
 
@@ -449,11 +460,8 @@ class _Scanner:
         `<<!-- x -->!-- y -->` would read `<!-- y -->` once the inner comment is gone: the
         glued opener opens a region here, as it would when the output is read again.
         """
-        previous_end = self.removed[-2][1] if len(self.removed) > 1 else 0
-        earliest = max(previous_end, start - _LONGEST_GLUED_OPENER)
-        # Searched back to `earliest` only (a line break before it changes nothing).
-        before_start = max(earliest, self.text.rfind("\n", earliest, start) + 1)
-        before = self.text[before_start:start]
+        kept = self._kept_before_last_removed()
+        before = "".join(self.text[piece_start:piece_end] for piece_start, piece_end in kept)
         if not before:
             return end
         # No longer than a tag is read at first: a glued tag running past it is secret unread.
@@ -465,7 +473,7 @@ class _Scanner:
             extent = match.end() + (match.group().casefold() == "<section")
             if match.start() >= len(before) or extent <= len(before):
                 continue  # wholly on one side: the scan sees it anyway
-            opener_at = before_start + match.start()
+            opener_at = _offset_in(kept, match.start())
             if match.group() == "%%":
                 frame, after = Frame(FrameKind.OBSIDIAN_COMMENT), match.end()
             elif match.group() == "<!--":
@@ -475,11 +483,40 @@ class _Scanner:
                 if tag_end is None:
                     continue
                 frame, after = Frame(FrameKind.SECTION, 1), tag_end
-            # One region from the glued opener on, covering the range just removed.
-            self.removed.pop()
+            # One region from the glued opener on, covering the ranges removed since.
+            while self.removed and self.removed[-1][0] > opener_at:
+                self.removed_runs.pop()
+                self.removed.pop()
             self._push(frame, opener_at)
             return end + after - len(before)
         return end
+
+    def _remove(self, start: int, end: int) -> None:
+        """Remove `start..end`, noting the run of removed ranges it ends."""
+        adjacent = bool(self.removed) and self.removed[-1][1] == start
+        self.removed_runs.append(self.removed_runs[-1] if adjacent else len(self.removed))
+        self.removed.append((start, end))
+
+    def _kept_before_last_removed(self) -> list[tuple[int, int]]:
+        """The text kept just before the last removed range, as the output reads it: up to
+        the longest glued opener's length, back to a line break (one before it changes
+        nothing), across earlier removed ranges (`<sec<!-- a -->ti<!-- b -->on`, or two
+        comments side by side, glue once both are gone). Pieces of the text, in order; a
+        run of adjacent ranges is stepped over at once, so this stays linear."""
+        kept: list[tuple[int, int]] = []
+        wanted = _LONGEST_GLUED_OPENER
+        first = self.removed_runs[-1]
+        while wanted > 0:
+            piece_end = self.removed[first][0]
+            previous_end = self.removed[first - 1][1] if first > 0 else 0
+            piece_start = max(previous_end, piece_end - wanted)
+            piece_start = max(piece_start, self.text.rfind("\n", piece_start, piece_end) + 1)
+            kept.insert(0, (piece_start, piece_end))
+            if first == 0 or piece_start != previous_end:
+                break
+            wanted -= piece_end - piece_start
+            first = self.removed_runs[first - 1]
+        return kept
 
     def _inert_comment_closer(self, found: int, closer: str) -> bool:
         # Inside an HTML comment nothing is a tag: a "tag" or bogus comment that the
@@ -520,12 +557,17 @@ class _Scanner:
         self.in_indented_code = not blank and code_indent >= 4 and (self.previous_blank or self.in_indented_code)
         # An HTML block starts a block (after a blank line, a heading or a rule), or all but
         # the last kind may interrupt a paragraph; it goes on to a blank line.
-        if blank or not (self.html_block or (code_indent < 4 and code_text.startswith("<"))):
-            self.html_block = False
-        elif not self.html_block:
+        # A comment, a `<script>`, a `<?...?>`, ... ends with the line holding its closing
+        # sequence, blank lines or not (`<?x?>`, then a paragraph).
+        closing = self.html_block_closing
+        if blank and closing is not None and closing.pattern == _HTML_BLOCK_ENDS_AT_BLANK_LINE.pattern:
+            closing = None
+        elif closing is None and not blank and code_indent < 4 and code_text.startswith("<"):
             starts_block = self.previous_blank or position == 0
-            openings = (opening for opening, _, interrupts in HTML_SEQUENCES if starts_block or interrupts)
-            self.html_block = any(opening.match(code_text) for opening in openings)
+            kinds = (kind for kind in HTML_SEQUENCES if starts_block or kind[2])
+            closing = next((ends for opening, ends, _ in kinds if opening.match(code_text)), None)
+        self.html_block = closing is not None and not blank
+        self.html_block_closing = None if closing is None or closing.search(code_text) else closing
         # After a heading or a thematic break as after a blank line: no paragraph goes
         # on there, so an indented line starts code.
         self.previous_blank = blank or (code_indent < 4 and bool(_ENDS_ITS_BLOCK.match(code_text)))
@@ -885,6 +927,15 @@ def _without_innermost(section: Frame) -> Frame:
     count = section.open_elements.count - 1
     earlier = min(section.earlier_elements, count)
     return replace(section, open_elements=section.open_elements.around, earlier_elements=earlier)
+
+
+def _offset_in(pieces: list[tuple[int, int]], position: int) -> int:
+    """The offset in the text of `position` in the pieces of it joined."""
+    for start, end in pieces:
+        if position < end - start:
+            return start + position
+        position -= end - start
+    raise ValueError(position)
 
 
 def _innermost_tag(section: Frame) -> int:
