@@ -382,6 +382,14 @@ class _Scanner:
         # blank line for most kinds, `-->`, `?>`, `</script>`, ... for the others (then
         # the block ends with the line holding it); None when that line starts outside one.
         self.html_block_closing: re.Pattern[str] | None = _HTML_BLOCK_ENDS_AT_BLANK_LINE
+        # Where that HTML block stands: the quote markers its opening line shows and the
+        # column its text starts at. An HTML block has no lazy continuation: markdown-it
+        # ends it at a line outside its quotes or list item (`> <?x`, a blank line, then
+        # `z </section`), whatever its closing sequence. (0, 0): one in no container.
+        self.html_block_at = (0, 0)
+        # Whether a line of that block stood outside where it opened: markdown-it may have
+        # ended it there, so the block is no longer surely one until it ends (hiding more).
+        self.html_block_unsure = False
 
     def run(self, start: int) -> ScanResult:
         text = self.text
@@ -560,13 +568,17 @@ class _Scanner:
         # A comment, a `<script>`, a `<?...?>`, ... ends with the line holding its closing
         # sequence, blank lines or not (`<?x?>`, then a paragraph).
         closing = self.html_block_closing
+        where = _block_position(line, code_text)
         if blank and closing is not None and closing.pattern == _HTML_BLOCK_ENDS_AT_BLANK_LINE.pattern:
             closing = None
         elif closing is None and not blank and code_indent < 4 and code_text.startswith("<"):
             starts_block = self.previous_blank or position == 0
             kinds = (kind for kind in HTML_SEQUENCES if starts_block or kind[2])
             closing = next((ends for opening, ends, _ in kinds if opening.match(code_text)), None)
-        self.html_block = closing is not None and not blank
+            self.html_block_at, self.html_block_unsure = where, False
+        elif closing is not None and _outside(where, self.html_block_at, blank):
+            self.html_block_unsure = True
+        self.html_block = closing is not None and not blank and not self.html_block_unsure
         self.html_block_closing = None if closing is None or closing.search(code_text) else closing
         # After a heading or a thematic break as after a blank line: no paragraph goes
         # on there, so an indented line starts code.
@@ -927,6 +939,19 @@ def _without_innermost(section: Frame) -> Frame:
     count = section.open_elements.count - 1
     earlier = min(section.earlier_elements, count)
     return replace(section, open_elements=section.open_elements.around, earlier_elements=earlier)
+
+
+def _block_position(line: str, text: str) -> tuple[int, int]:
+    """The quote markers `line` shows before its `text`, and the column `text` starts at."""
+    prefix = line[: len(line) - len(text)]
+    return prefix.count(">"), len(prefix.expandtabs(4))
+
+
+def _outside(where: tuple[int, int], block_at: tuple[int, int], blank: bool) -> bool:
+    """Whether a line at `where` may stand outside the quotes and list item of an HTML
+    block opened at `block_at`: fewer quote markers (a lazy line, or a blank one ending
+    the quote), or, not blank, its text left of the block's column (out of the item)."""
+    return where[0] < block_at[0] or (not blank and where[1] < block_at[1])
 
 
 def _offset_in(pieces: list[tuple[int, int]], position: int) -> int:
