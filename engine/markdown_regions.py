@@ -694,7 +694,12 @@ class _Scanner:
         top = self.stack[-1] if self.stack else None
         if top is None or top.kind is not FrameKind.FENCE or top.opened_at < 0:
             return False
-        return _quotes(line) < top.markers or (bool(line.strip(" \t")) and around < top.items)
+        out = _quotes(line) < top.markers or (bool(line.strip(" \t")) and around < top.items)
+        # Pandoc reads any other line there as lazily continuing the quote or item, and
+        # the fence in it (`> ~~~`, then `  </section>`: code to Pandoc); it stops only at
+        # a blank line or a div's closing line, so only those end the fence here.
+        content = without_container_prefix(line)
+        return out and (not content.strip(" \t") or _container_closer(content) is not None)
 
     # -- within a line -----------------------------------------------------------------
 
