@@ -34,8 +34,9 @@ def is_gm_heading_text(text: str) -> bool:
     A trailing attribute block (`## GM {#plot .unnumbered}`, Pandoc's) or footnote
     reference (`[^1]`) is not part of it, and an Obsidian wikilink (`[[GM]]`) names its
     text. A closing sequence of hashes that reads as one only once folded (`## GM`, then
-    fullwidth hashes: markdown-it keeps them in the text), or one before an attribute
-    block, is no part of it either.
+    fullwidth hashes: markdown-it keeps them in the text), one before an attribute
+    block, or one with no space before it (`## GM##`, `## GM{#plot}`: Pandoc ends the
+    text there), is no part of it either.
     """
     unmarked = _without_closing_hashes(_INLINE_MARKERS.sub("", fold_lookalikes(text)))
     # Pandoc reads an attribute block after a closing sequence (`## GM ## {#plot}`), which
@@ -75,7 +76,9 @@ def _without_attribute_block(text: str) -> str:
     if not text.endswith("}"):
         return text
     start = text.rfind("{")
-    if start == -1 or "}" in text[start:-1] or (start and not text[start - 1].isspace()):
+    # Pandoc tries the block before each inline of the text, not only after a space:
+    # `## GM{#plot}` and `## GM##{#plot}` name `GM`.
+    if start == -1 or "}" in text[start:-1]:
         return text
     return text[:start]
 
@@ -247,6 +250,6 @@ def _heading_text_of_line(line: str) -> str:
 
 
 def _without_closing_hashes(text: str) -> str:
-    text = text.rstrip(" \t")
-    bare = text.rstrip("#")
-    return bare if not bare or bare[-1] in " \t" else text
+    # Pandoc ends the text at a closing sequence whether or not a space is before it
+    # (`## GM##` names `GM`; CommonMark keeps `GM##`): the name never includes one.
+    return text.rstrip(" \t").rstrip("#")

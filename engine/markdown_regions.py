@@ -98,6 +98,8 @@ _LONGEST_GLUED_OPENER = len("<section")
 _COMMENT_OPENERS = re.compile(r"<!--|%%")
 # A list item's marker at the start of what is left of a line, its indentation included.
 _LIST_ITEM_MARKER = re.compile(r"[ ]*(?:[-+*]|\d{1,9}[.)])(?=[ ]|$)")
+# A run of spaces (after a list item's marker), maybe empty.
+_SPACES = re.compile(r"[ ]*")
 
 
 # Open tags, innermost first: (offset, how many scope-bounding elements were open when it
@@ -369,6 +371,11 @@ class _Scanner:
         # `list_items` keeps them over (one read as lazy that is not: a fence, a heading, a
         # line after one), or an empty item at a blank line (`-`, blank line, `  x`).
         self.sure_items = 0
+        # For each of them, the widest column a reader may put its content at, the items
+        # around it included (so the columns only grow): CommonMark's after up to four
+        # spaces (`-   x`: 4), Pandoc's up to the tab stop. A line indented less may be out
+        # of the item, and a fence there outside it, however `list_items` holds it.
+        self.widest_items: list[int] = []
         # The last line end found and where its search started: every position between
         # shares it, so a long line of many events is searched once, not once per event.
         self.line_end_searched_from = 0
@@ -655,15 +662,21 @@ class _Scanner:
             return len(self.list_items)  # a blank line ends no item
         # The columns only grow from the outermost item in: a search, not a walk, so that
         # thousands of items left open cost each later line no more than a few steps.
-        around = bisect_right(self.list_items, len(expanded) - len(content))
+        indent = len(expanded) - len(content)
+        around = bisect_right(self.list_items, indent)
         marker = _LIST_ITEM_MARKER.match(expanded)
         if self.previous_blank or content.startswith(">") or marker is not None:
             del self.list_items[around:]  # no lazy line: the items it is not in end
-        self.sure_items = min(self.sure_items, around)
+            del self.widest_items[around:]
+        # Sure only of the items the line is indented into at their widest column: `-   a`,
+        # then `  ~~~` is a fence after the list to CommonMark and Pandoc, not in the item.
+        self.sure_items = min(self.sure_items, bisect_right(self.widest_items, indent))
         all_sure = self.sure_items == len(self.list_items)
         position = 0
         while (marker := _LIST_ITEM_MARKER.match(expanded, position)) is not None:
             self.list_items.append(marker.end() + 1)
+            widest = marker.end() + min(max(_spaces_at(expanded, marker.end()), 1), 4)
+            self.widest_items.append(max(widest, self.widest_items[-1]) if self.widest_items else widest)
             position = marker.end()
         if all_sure:
             # An item opened empty ends at a blank line after it: not sure to hold any.
@@ -693,7 +706,12 @@ class _Scanner:
         top = self.stack[-1] if self.stack else None
         if top is None or top.kind is not FrameKind.FENCE or top.opened_at < 0:
             return False
-        return _quotes(line) < top.markers or (bool(line.strip(" \t")) and around < top.items)
+        out = _quotes(line) < top.markers or (bool(line.strip(" \t")) and around < top.items)
+        # Pandoc reads any other line there as lazily continuing the quote or item, and
+        # the fence in it (`> ~~~`, then `  </section>`: code to Pandoc); it stops only at
+        # a blank line or a div's closing line, so only those end the fence here.
+        content = without_container_prefix(line)
+        return out and (not content.strip(" \t") or _container_closer(content) is not None)
 
     # -- within a line -----------------------------------------------------------------
 
@@ -961,6 +979,13 @@ def _offset_in(pieces: list[tuple[int, int]], position: int) -> int:
             return start + position
         position -= end - start
     raise ValueError(position)
+
+
+def _spaces_at(line: str, position: int) -> int:
+    """How many spaces `line` has from `position` on."""
+    run = _SPACES.match(line, position)
+    assert run is not None  # the pattern matches the empty string
+    return run.end() - position
 
 
 def _innermost_tag(section: Frame) -> int:
