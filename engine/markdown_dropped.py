@@ -22,7 +22,7 @@ from markdown_it.rules_block import StateBlock
 from markdown_it.rules_block.table import escapedSplit, table
 from markdown_it.token import Token
 
-from engine.markdown_text import fold_lookalikes
+from engine.markdown_text import THEMATIC_BREAK, fold_lookalikes
 
 DROPPED_TEXT = "gm_dropped_text"
 # Container rules below this level cannot open a block whose content markdown-it drops:
@@ -72,7 +72,7 @@ def dropped_from_level(md: MarkdownIt) -> int:
 # One quote or list marker of a line's prefix, with the indentation before it.
 _PREFIX_MARKER = re.compile(r"[ \t]*(>|[-+*](?=[ \t]|$)|\d{1,9}[.)](?=[ \t]|$))")
 # A thematic break from a list marker's place on: `* * * * * * * * * *` is no ten items.
-_THEMATIC_BREAK = re.compile(r"[ \t]*(?:(?:\*[ \t]*){3,}|(?:-[ \t]*){3,}|(?:_[ \t]*){3,})$")
+_THEMATIC_BREAK = re.compile(rf"[ \t]*{THEMATIC_BREAK}")
 # Open quotes and list items as a line leaves them: (the column their content starts at,
 # the nesting level inside), outermost first.
 _Nesting = list[tuple[int, int]]

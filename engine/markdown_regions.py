@@ -41,7 +41,14 @@ from markdown_it.rules_block.html_block import HTML_SEQUENCES
 
 from engine.markdown_inert import MAX_TAG_LENGTH, InertSpans, InertTest, markdown_tables, never_inert
 from engine.markdown_section_tags import secret_section_tag_end
-from engine.markdown_text import container_marker_count, fold_lookalikes, folds_to_none_of, without_container_prefix
+from engine.markdown_text import (
+    THEMATIC_BREAK,
+    container_marker_count,
+    fold_lookalikes,
+    folds_to_none_of,
+    quote_marker_count,
+    without_container_prefix,
+)
 
 # A GM container opening line, after its indentation: `:::gm`, `::: DM`, `::::secret Title`,
 # `:::gm:`, or a Pandoc div of that class (`::: {.gm}`, `::: {#plot .secret}`). Besides the
@@ -91,7 +98,7 @@ _QUOTE_MARKER_LINE = re.compile(r"\n[ \t]*>")
 # alone on its line): a blank line, which is no part of the block.
 _HTML_BLOCK_ENDS_AT_BLANK_LINE = HTML_SEQUENCES[-1][1]
 # An ATX heading or a thematic break line, after its indentation.
-_ENDS_ITS_BLOCK = re.compile(r"#{1,6}(?:[ \t]|$)|(?:(?:\*[ \t]*){3,}|(?:-[ \t]*){3,}|(?:_[ \t]*){3,})$")
+_ENDS_ITS_BLOCK = re.compile(rf"#{{1,6}}(?:[ \t]|$)|{THEMATIC_BREAK}")
 # Openers that removing a part could create by gluing the text on both sides of it.
 _GLUED_OPENERS = re.compile(r"<!--|%%|<section", re.IGNORECASE)
 _LONGEST_GLUED_OPENER = len("<section")
@@ -691,10 +698,18 @@ class _Scanner:
         if not fence:
             return False
         marker = fence.group(1) or fence.group(2)
-        fence_frame = Frame(FrameKind.FENCE, len(marker), marker[0], opened_at=position, markers=_quotes(line))
         # Only the items surely holding it: one the fence is taken out of when it is not
         # in it would end it early, and a closer after it would close a region.
-        self.stack.append(replace(fence_frame, items=self.sure_items))
+        self.stack.append(
+            Frame(
+                FrameKind.FENCE,
+                len(marker),
+                marker[0],
+                opened_at=position,
+                markers=quote_marker_count(line),
+                items=self.sure_items,
+            )
+        )
         return True
 
     def _ends_nested_fence(self, line: str, around: int) -> bool:
@@ -706,7 +721,7 @@ class _Scanner:
         top = self.stack[-1] if self.stack else None
         if top is None or top.kind is not FrameKind.FENCE or top.opened_at < 0:
             return False
-        out = _quotes(line) < top.markers or (bool(line.strip(" \t")) and around < top.items)
+        out = quote_marker_count(line) < top.markers or (bool(line.strip(" \t")) and around < top.items)
         # Pandoc reads any other line there as lazily continuing the quote or item, and
         # the fence in it (`> ~~~`, then `  </section>`: code to Pandoc); it stops only at
         # a blank line or a div's closing line, so only those end the fence here.
@@ -927,16 +942,6 @@ class _Scanner:
                     self.stack.append(Frame(FrameKind.SECTION, 1, opened_at=start))
                     return tag_end
         return line_end
-
-
-_QUOTE_MARKERS = re.compile(r"(?:[ \t]*>)*")
-
-
-def _quotes(line: str) -> int:
-    """The quote markers a raw line starts with."""
-    prefix = _QUOTE_MARKERS.match(line)
-    assert prefix is not None  # the pattern matches the empty string
-    return prefix.group().count(">")
 
 
 def _open_count(section: Frame) -> int:

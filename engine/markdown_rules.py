@@ -63,7 +63,7 @@ from engine.markdown_regions import (
 )
 from engine.markdown_section_tags import secret_section_tag_end
 from engine.markdown_source import SourceInert
-from engine.markdown_text import without_container_prefix
+from engine.markdown_text import QUOTE_PREFIX, without_container_prefix
 
 # Token standing for a block the block rules consumed; `meta["stack"]` holds the regions
 # still open at its end (a container left unclosed inside a list item goes on after it).
@@ -1075,14 +1075,13 @@ def _is_empty(kind: str, parent: str, inner: list[Token]) -> bool:
     return all(token.type == "inline" and not token.content.strip() for token in inner)
 
 
-_QUOTE_PREFIX = re.compile(r"(?:[ \t]*>)*")
 _LIST_ITEM_PREFIX = re.compile(r"[ \t]*(?:(?:[-*+]|\d{1,9}[.)])(?:[ \t]+|$))*[ \t]*")
 
 
 def _written_depth(line: str) -> tuple[int, int]:
     """A source line's quote markers and the column where its text starts after them
     (and after any list markers), tabs expanded."""
-    quotes = _QUOTE_PREFIX.match(line)
+    quotes = QUOTE_PREFIX.match(line)
     assert quotes is not None  # the pattern matches the empty string
     rest = line[quotes.end() :]
     items = _LIST_ITEM_PREFIX.match(rest)

@@ -71,6 +71,19 @@ def folds_to_none_of(text: str, characters: str) -> bool:
     return not any(character in decomposed for character in characters)
 
 
+# The quote markers a raw line starts with, whatever the indentation before each.
+QUOTE_PREFIX = re.compile(r"(?:[ \t]*>)*")
+# A thematic break, from its first character to the line's end.
+THEMATIC_BREAK = r"(?:(?:\*[ \t]*){3,}|(?:-[ \t]*){3,}|(?:_[ \t]*){3,})$"
+
+
+def quote_marker_count(line: str) -> int:
+    """How many quote markers start a raw `line`."""
+    prefix = QUOTE_PREFIX.match(line)
+    assert prefix is not None  # the pattern matches the empty string
+    return prefix.group().count(">")
+
+
 # Lines of a quote or list item: a fence there hides closers as much as at the left margin.
 _CONTAINER_MARKER = re.compile(r">|[-+*]|\d{1,9}[.)]")
 _CONTAINER_PREFIX = re.compile(r"(?:[ \t]{0,3}(?:>|[-+*](?=[ \t])|\d{1,9}[.)](?=[ \t]))[ \t]?)+")
