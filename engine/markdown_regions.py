@@ -577,23 +577,7 @@ class _Scanner:
         code_indent, code_text = _indentation(without_container_prefix(line))
         blank = not code_text.strip()
         self.in_indented_code = not blank and code_indent >= 4 and (self.previous_blank or self.in_indented_code)
-        # An HTML block starts a block (after a blank line, a heading or a rule), or all but
-        # the last kind may interrupt a paragraph; it goes on to a blank line.
-        # A comment, a `<script>`, a `<?...?>`, ... ends with the line holding its closing
-        # sequence, blank lines or not (`<?x?>`, then a paragraph).
-        closing = self.html_block_closing
-        where = _block_position(line, code_text)
-        if blank and closing is not None and closing.pattern == _HTML_BLOCK_ENDS_AT_BLANK_LINE.pattern:
-            closing = None
-        elif closing is None and not blank and code_indent < 4 and code_text.startswith("<"):
-            starts_block = self.previous_blank or position == 0
-            kinds = (kind for kind in HTML_SEQUENCES if starts_block or kind[2])
-            closing = next((ends for opening, ends, _ in kinds if opening.match(code_text)), None)
-            self.html_block_at, self.html_block_unsure = where, False
-        elif closing is not None and _outside(where, self.html_block_at, blank):
-            self.html_block_unsure = True
-        self.html_block = closing is not None and not blank and not self.html_block_unsure
-        self.html_block_closing = None if closing is None or closing.search(code_text) else closing
+        self._follow_html_block(position, line, code_text, code_indent)
         # After a heading or a thematic break as after a blank line: no paragraph goes
         # on there, so an indented line starts code.
         self.previous_blank = blank or (code_indent < 4 and bool(_ENDS_ITS_BLOCK.match(code_text)))
@@ -651,6 +635,28 @@ class _Scanner:
         if self._open_fence(line, position):
             return after
         return None
+
+    def _follow_html_block(self, position: int, line: str, code_text: str, code_indent: int) -> None:
+        """Whether the raw line at `position` is in an HTML block (`html_block`), and what
+        ends the block the next line would be in. An HTML block starts a block (after a
+        blank line, a heading or a rule), or all but the last kind may interrupt a
+        paragraph; it goes on to a blank line. A comment, a `<script>`, a `<?...?>`, ...
+        ends with the line holding its closing sequence, blank lines or not (`<?x?>`, then
+        a paragraph). `code_text` is the line's text after its markers and indentation."""
+        blank = not code_text.strip()
+        closing = self.html_block_closing
+        where = _block_position(line, code_text)
+        if blank and closing is not None and closing.pattern == _HTML_BLOCK_ENDS_AT_BLANK_LINE.pattern:
+            closing = None
+        elif closing is None and not blank and code_indent < 4 and code_text.startswith("<"):
+            starts_block = self.previous_blank or position == 0
+            kinds = (kind for kind in HTML_SEQUENCES if starts_block or kind[2])
+            closing = next((ends for opening, ends, _ in kinds if opening.match(code_text)), None)
+            self.html_block_at, self.html_block_unsure = where, False
+        elif closing is not None and _outside(where, self.html_block_at, blank):
+            self.html_block_unsure = True
+        self.html_block = closing is not None and not blank and not self.html_block_unsure
+        self.html_block_closing = None if closing is None or closing.search(code_text) else closing
 
     def _items_around(self, line: str) -> int:
         """How many list items of the raw lines read so far hold `line` by its indentation
