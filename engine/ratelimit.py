@@ -1,8 +1,11 @@
 """The four rate limits of contract §5, on the `limits` library's async storage.
 
 Fixed windows: a counter per (limit, identity) that expires with its window, so the reset
-time reported to clients is exact. Counters are incremented atomically in the storage,
-which keeps counts exact across workers and hosts.
+time reported to clients is exact. A window ends on a whole second (its first count plus
+the window, rounded up: never shorter than the limit says), so every response of the
+window reports the same reset second, however long its round trip to the storage took.
+Counters are incremented atomically in the storage, which keeps counts exact across
+workers and hosts.
 
 A request's limits are steps in the documented order: count the client IP, read its
 failed-authentication counter, count the key, count the owner. One storage operation (one
@@ -27,6 +30,7 @@ every Redis round trip) and answers 500 rather than 503 when Redis is down.
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import functools
 import math
 import time
@@ -49,15 +53,19 @@ from engine.settings import Settings
 # after a rejection is counted.
 # KEYS: the steps' counters. ARGV: per step, its window (s), the value at which it
 # rejects, and 1 when the request counts on it, 0 when the counter is only read.
+# A new counter expires on the whole second (of Redis's clock) at or after its window's end.
 # Returns the value and the TTL (ms) of each counter reached.
 _STEPS = """
 local result = {}
 for i, counter in ipairs(KEYS) do
-  local window, rejects_at, counted = ARGV[3 * i - 2], tonumber(ARGV[3 * i - 1]), ARGV[3 * i] == '1'
+  local window, rejects_at, counted = tonumber(ARGV[3 * i - 2]), tonumber(ARGV[3 * i - 1]), ARGV[3 * i] == '1'
   local value
   if counted then
     value = redis.call('INCR', counter)
-    if value == 1 then redis.call('EXPIRE', counter, window) end
+    if value == 1 then
+      local now = redis.call('TIME')
+      redis.call('EXPIREAT', counter, tonumber(now[1]) + window + (now[2] == '0' and 0 or 1))
+    end
   else
     value = tonumber(redis.call('GET', counter) or '0')
   end
@@ -101,7 +109,7 @@ class Count:
     """A counter after this request: its value and when its window ends (epoch seconds)."""
 
     value: int
-    reset_at: float
+    reset_at: int
 
 
 @dataclass(frozen=True, slots=True)
@@ -156,9 +164,14 @@ class _Counters(ABC):
         """Release connections."""
 
 
-def _reset_at(ttl_ms: int, item: RateLimitItem, now: float) -> float:
+def _reset_at(ttl_ms: int, item: RateLimitItem, now: float) -> int:
+    # The counter expires on a whole second: `now` (read before the round trip) plus its
+    # TTL is that second less the round trip's latency, plus up to a millisecond of
+    # Redis's clock truncation, so the nearest second is the expiry itself.
+    if ttl_ms >= 0:
+        return round(now + ttl_ms / 1000)
     # A counter without a TTL (none yet) resets one full window from now.
-    return now + (ttl_ms / 1000 if ttl_ms >= 0 else item.get_expiry())
+    return math.ceil(now + item.get_expiry())
 
 
 class _RedisCounters(_Counters):
@@ -206,11 +219,8 @@ class _RedisCounters(_Counters):
         ]
 
     async def add(self, step: Step) -> None:
-        try:
-            async with asyncio.timeout(self._timeout_s):
-                await self.storage.incr(step.key, step.item.get_expiry())
-        except Exception as exc:  # limits wraps every storage failure in StorageError
-            raise _unavailable() from exc
+        # Through the script, so the window ends on a whole second like every other's.
+        await self.run([dataclasses.replace(step, counted=True)])
 
     async def stored(self, step: Step) -> int:
         try:
@@ -238,11 +248,13 @@ class _MemoryCounters(_Counters):
         self.storage = MemoryStorage()
 
     async def _count(self, step: Step) -> Count:
+        # The storage keeps each window's exact end; its next whole second is reported.
         if step.counted:
             value = await self.storage.incr(step.key, step.item.get_expiry())
-            return Count(value, await self.storage.get_expiry(step.key))
+            return Count(value, math.ceil(await self.storage.get_expiry(step.key)))
         value = await self.storage.get(step.key)
-        return Count(value, await self.storage.get_expiry(step.key) if value else time.time() + step.item.get_expiry())
+        ends = await self.storage.get_expiry(step.key) if value else time.time() + step.item.get_expiry()
+        return Count(value, math.ceil(ends))
 
     async def run(self, steps: Sequence[Step]) -> list[Count]:
         counts = []
@@ -269,7 +281,7 @@ def _unavailable() -> ServiceUnavailable:
 
 def _window(item: RateLimitItem, count: Count) -> RateWindow:
     remaining = max(0, item.amount - count.value)
-    return RateWindow(limit=item.amount, remaining=remaining, reset_at=math.ceil(count.reset_at))
+    return RateWindow(limit=item.amount, remaining=remaining, reset_at=count.reset_at)
 
 
 class RateLimits:

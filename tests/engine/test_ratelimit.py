@@ -9,10 +9,11 @@ import uuid
 from collections.abc import AsyncIterator, Iterator
 
 import pytest
+import redis
 from sqlalchemy.engine import make_url
 
 from engine.errors import ServiceUnavailable
-from engine.ratelimit import RateLimitExceeded, RateLimits, RateWindow
+from engine.ratelimit import STORAGE_PREFIX, RateLimitExceeded, RateLimits, RateWindow
 from engine.settings import Settings
 from tests.cluster.sentinel import sentinel_group
 from tests.services import REDIS_URL, require_service
@@ -25,13 +26,17 @@ def sentinel_url(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
         yield group.url
 
 
+def shared_redis_url() -> str:
+    parsed = make_url(REDIS_URL.replace("redis://", "redis+x://"))
+    require_service("Redis", parsed.host or "127.0.0.1", parsed.port or 6379)
+    return REDIS_URL
+
+
 @pytest.fixture(params=["memory", "redis", "sentinel"])
 async def limits(request: pytest.FixtureRequest) -> AsyncIterator[RateLimits]:
     redis_url = None
     if request.param == "redis":
-        parsed = make_url(REDIS_URL.replace("redis://", "redis+x://"))
-        require_service("Redis", parsed.host or "127.0.0.1", parsed.port or 6379)
-        redis_url = REDIS_URL
+        redis_url = shared_redis_url()
     elif request.param == "sentinel":
         redis_url = request.getfixturevalue("sentinel_url")
     settings = Settings(  # type: ignore[call-arg]
@@ -142,6 +147,38 @@ class TestConcurrency:
 
         results = await asyncio.gather(*(attempt() for _ in range(20)))
         assert sum(results) == 3
+
+
+class TestWindowEnds:
+    async def test_every_response_of_a_window_reports_its_end(self, limits: RateLimits) -> None:
+        key, owner = identity(), identity()
+        before = time.time()
+        windows = await outcomes_of(3, lambda: limits.admit_key(key_id=key, owner_id=owner))
+        resets = {w.reset_at for w in windows if isinstance(w, RateWindow)}
+        assert len(resets) == 1
+        # Never before the minute is over, and at most the second that completes it.
+        assert before + 60 <= resets.pop() <= time.time() + 61
+
+    async def test_redis_counters_expire_on_the_reported_second(self) -> None:
+        # A window ending between two seconds was reported as either, depending on the
+        # round trip; every counter the limiter sets now ends on a whole second.
+        limits = RateLimits(Settings(_env_file=None, redis_url=shared_redis_url()))  # type: ignore[call-arg]
+        inspector = redis.Redis.from_url(REDIS_URL)
+        ip, key, owner = identity(), identity(), identity()
+        try:
+            window = await limits.admit_request(ip, key_id=key, owner_id=owner)
+            await limits.record_failed_auth(ip)
+            items = {"ip": limits.ip, "failed_auth": limits.failed_auth, "key": limits.key, "owner": limits.owner}
+            who = {"ip": ip, "failed_auth": ip, "key": key, "owner": owner}
+            ends = {
+                limit: inspector.pexpiretime(f"{STORAGE_PREFIX}:{item.key_for(f'{limit}/{who[limit]}')}")
+                for limit, item in items.items()
+            }
+            assert all(end > 0 and end % 1000 == 0 for end in ends.values()), ends
+            assert ends["key"] == window.reset_at * 1000
+        finally:
+            inspector.close()
+            await limits.close()
 
 
 # --- one trip: all four steps in one storage operation --------------------------------
