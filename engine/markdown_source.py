@@ -21,7 +21,7 @@ from dataclasses import dataclass
 
 from markdown_it.rules_block.html_block import HTML_SEQUENCES
 
-from engine.markdown_inert import InertTest, inert_spans
+from engine.markdown_inert import InertSpans, InertTest, inert_spans
 from engine.markdown_text import without_container_prefix
 
 # A position in a block's text -> the same position in the source, or None when unknown.
@@ -44,8 +44,14 @@ class SourceInert:
         for line in self.lines:
             self.line_starts.append(offset)
             offset += len(line) + 1
-        self.raw_html_lines = _raw_html_lines(self.lines)
+        self.raw_html_lines, stripped_markers = _raw_html_lines(self.lines)
         self.places = inert_spans(source, self.in_raw_html)
+        if any(stripped_markers):
+            # A tag or bogus comment in a quote runs on over the next line's markers, which
+            # markdown-it strips: in `> <?x` newline `> </section>`, the `>` that ends it
+            # is the end tag's. Its places are read without those markers too.
+            unquoted = "\n".join(map(_without_quote_markers, self.lines, stripped_markers))
+            self.places = InertSpans(self.places.found + inert_spans(unquoted, self.in_raw_html).found)
         self.inert = self.places.inert
         self._last_positions: tuple[tuple[int, int, str], SourcePosition] | None = None
 
@@ -126,16 +132,22 @@ class SourceInert:
         return None if found < 0 else self.line_starts[line] + found
 
 
-def _raw_html_lines(lines: list[str]) -> list[bool]:
+def _raw_html_lines(lines: list[str]) -> tuple[list[bool], list[int]]:
     """Which lines are in an HTML block, as markdown-it starts and ends them (after quote
     and list markers; fenced code is skipped): what a browser reads as HTML, tags and
-    scripts running on past blank lines."""
+    scripts running on past blank lines. And how many of each line's leading quote
+    markers markdown-it strips: all of them, but on a line going on with an HTML block,
+    only as many as the block's first line had (`<div` newline `>` ends a tag)."""
     raw: list[bool] = []
+    stripped_markers: list[int] = []
     fence: _Fence | None = None
     html_end: re.Pattern[str] | None = None
+    html_quotes = 0
     in_paragraph = False
-    for line in lines:
-        line = line.expandtabs(4)
+    for written in lines:
+        quotes = _quote_marker_count(written)
+        stripped_markers.append(quotes if html_end is None else min(quotes, html_quotes))
+        line = written.expandtabs(4)
         after_prefix = without_container_prefix(line)
         if in_paragraph and _LIST_MARKER_NOT_ONE.match(line):
             after_prefix = line  # only a list starting at 1 interrupts a paragraph
@@ -166,7 +178,17 @@ def _raw_html_lines(lines: list[str]) -> list[bool]:
         in_paragraph = start is None and bool(content.strip())
         if start is not None and (start[1].pattern == _UNTIL_BLANK_LINE or not start[1].search(content)):
             html_end = start[1]
-    return raw
+            html_quotes = quotes
+    return raw, stripped_markers
+
+
+def _quote_marker_count(line: str) -> int:
+    return line[: len(line) - len(without_container_prefix(line))].count(">")
+
+
+def _without_quote_markers(line: str, count: int) -> str:
+    """`line` with its first `count` quote markers turned into spaces (offsets kept)."""
+    return line.replace(">", " ", count) if count else line
 
 
 @dataclass(frozen=True, slots=True)
