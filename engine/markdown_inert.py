@@ -18,7 +18,7 @@ this: they count wherever they might be markup.
 from __future__ import annotations
 
 import re
-from bisect import bisect_right
+from bisect import bisect_left, bisect_right
 from collections.abc import Callable, Sequence
 
 from markdown_it.rules_block.html_block import HTML_SEQUENCES
@@ -76,21 +76,24 @@ def inert_spans(text: str, raw_html_at: Callable[[int], bool] | None = None) -> 
         end = tag_ends(text).end_from(body_start)
         return end if end is not None and end <= limit else None
 
-    # closer -> (searched from, up to, the closer found there or None): many openers
-    # before one closer (or none) find it once, so the pass stays linear.
-    closings: dict[str, tuple[int, int, re.Match[str] | None]] = {}
+    # closer -> (searched from, the next closer found from there or None): many openers
+    # before one closer (or none) find it once, whatever their limits, so the pass stays
+    # linear.
+    closings: dict[str, tuple[int, re.Match[str] | None]] = {}
 
     def closing(closer: str, position: int, limit: int) -> int | None:
         """End of the first `closer` (an end tag's name, `>` or `]]>`) in position..limit."""
         known = closings.get(closer)
-        if known is None or not known[0] <= position or known[1] != limit or (known[2] and known[2].start() < position):
+        if known is None or not known[0] <= position or (known[1] and known[1].start() < position):
             pattern = _RAW_TEXT_END.get(closer) or _LITERAL_CLOSERS[closer]
-            known = (position, limit, pattern.search(text, position, limit))
+            known = (position, pattern.search(text, position))
             closings[closer] = known
-        return None if known[2] is None else known[2].end()
+        found = known[1]
+        return None if found is None or found.end() > limit else found.end()
 
     spans: list[tuple[int, int]] = []
     open_ticks: dict[int, int] = {}  # backtick run length -> where the run starts
+    code_spans = _BacktickRuns(text)
     brackets: list[int] = []
     position = 0
     while True:
@@ -124,10 +127,15 @@ def inert_spans(text: str, raw_html_at: Callable[[int], bool] | None = None) -> 
                 spans.append((brackets.pop(), end))
                 position = max(position, end)
         elif event[1:].casefold() in _RAW_TEXT_END:
+            name = event[1:].casefold()
             limit = limit_for(start)
-            if in_markdown(start) and tag_end(position, limit) is None:
-                continue  # a start tag never ended: text
-            closed_at = closing(event[1:].casefold(), position, limit)
+            if in_markdown(start):
+                if tag_end(position, limit) is None:
+                    continue  # a start tag never ended: text
+                if name != "pre" and not code_spans.closes_one(open_ticks, position, limit):
+                    # Raw inline HTML: a browser reads on to the end tag, past paragraphs.
+                    limit = len(text)
+            closed_at = closing(name, position, limit)
             end = limit if closed_at is None else closed_at
             # Read on inside it: a tag there (a browser reads them in `<pre>`) holding a
             # closer is a place of its own, when an opener is in there too.
@@ -155,6 +163,32 @@ def inert_spans(text: str, raw_html_at: Callable[[int], bool] | None = None) -> 
             spans.append((start, end))
             position = end
     return InertSpans(spans)
+
+
+class _BacktickRuns:
+    """Whether an open backtick run is closed later in its paragraph: then what lies
+    between may be a code span's text. The runs are found once, on the first question."""
+
+    def __init__(self, text: str) -> None:
+        self._text = text
+        self._starts: dict[int, list[int]] | None = None  # run length -> where such runs start
+
+    def closes_one(self, open_ticks: dict[int, int], position: int, limit: int) -> bool:
+        if not open_ticks:
+            return False
+        if self._starts is None:
+            self._starts = {}
+            for run in _BACKTICK_RUN.finditer(self._text):
+                self._starts.setdefault(len(run.group()), []).append(run.start())
+        for length in open_ticks:
+            starts = self._starts.get(length, [])
+            following = bisect_left(starts, position)
+            if following < len(starts) and starts[following] < limit:
+                return True
+        return False
+
+
+_BACKTICK_RUN = re.compile(r"`+")
 
 
 # A GFM table's delimiter row (`|---|:-:|`), after any quote or list markers, and a blank
