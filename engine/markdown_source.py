@@ -46,12 +46,23 @@ class SourceInert:
             offset += len(line) + 1
         self.raw_html_lines, stripped_markers = _raw_html_lines(self.lines)
         self.places = inert_spans(source, self.in_raw_html)
+        found = self.places.found
+        lines = self.lines
         if any(stripped_markers):
             # A tag or bogus comment in a quote runs on over the next line's markers, which
             # markdown-it strips: in `> <?x` newline `> </section>`, the `>` that ends it
             # is the end tag's. Its places are read without those markers too.
-            unquoted = "\n".join(map(_without_quote_markers, self.lines, stripped_markers))
-            self.places = InertSpans(self.places.found + inert_spans(unquoted, self.in_raw_html).found)
+            lines = list(map(_without_quote_markers, lines, stripped_markers))
+            found = found + inert_spans("\n".join(lines), self.in_raw_html).found
+        if self._quotes_in_raw_html_and_markdown():
+            # An attribute value opened in an HTML block and left open there runs on over
+            # the Markdown text after the block, whose `"` markdown-it writes `&quot;`: in
+            # `<div title="x`, blank line, `a " b >`, `</section>`, the end tag is in the
+            # value. Its places are read without the `"` of lines outside HTML blocks too.
+            unescaped = map(_without_double_quotes, lines, self.raw_html_lines)
+            found = found + inert_spans("\n".join(unescaped), self.in_raw_html).found
+        if found is not self.places.found:
+            self.places = InertSpans(found)
         self.inert = self.places.inert
         self._last_positions: tuple[tuple[int, int, str], SourcePosition] | None = None
 
@@ -85,6 +96,12 @@ class SourceInert:
     def line_inside_earlier(self, line: int) -> bool:
         """Whether source line `line` begins inside an inert place opened before it."""
         return line < len(self.line_starts) and self._inside_earlier(self.line_starts[line])
+
+    def _quotes_in_raw_html_and_markdown(self) -> bool:
+        """Whether a `"` stands in an HTML block's line and another in a later Markdown line."""
+        quoted = [index for index, line in enumerate(self.lines) if '"' in line]
+        first_raw = next((index for index in quoted if self.raw_html_lines[index]), None)
+        return first_raw is not None and any(not self.raw_html_lines[index] for index in quoted if index > first_raw)
 
     def in_raw_html(self, source_at: int) -> bool:
         """Whether a source position is in an HTML block (see `_raw_html_lines`)."""
@@ -189,6 +206,12 @@ def _quote_marker_count(line: str) -> int:
 def _without_quote_markers(line: str, count: int) -> str:
     """`line` with its first `count` quote markers turned into spaces (offsets kept)."""
     return line.replace(">", " ", count) if count else line
+
+
+def _without_double_quotes(line: str, raw_html: bool) -> str:
+    """A Markdown `line` with its `"` turned into spaces, as a browser sees it after
+    markdown-it escapes them (offsets kept); a line of an HTML block as it is."""
+    return line if raw_html else line.replace('"', " ")
 
 
 @dataclass(frozen=True, slots=True)
