@@ -30,6 +30,8 @@ SourcePosition = Callable[[int], int | None]
 _FENCE = re.compile(r" {0,3}(`{3,}(?=[^`]*$)|~{3,})")
 # An ordered list marker other than 1, which cannot interrupt a paragraph.
 _LIST_MARKER_NOT_ONE = re.compile(r" {0,3}(?!0*1[.)])\d{1,9}[.)](?:[ \t]|$)")
+# The HTML blocks that may interrupt a paragraph (all but a line opening any other tag).
+_INTERRUPTING_HTML_SEQUENCES = [sequence for sequence in HTML_SEQUENCES if sequence[2]]
 # What ends the HTML blocks that end at a blank line (markdown-it's `^$`).
 _UNTIL_BLANK_LINE = "^$"
 
@@ -46,12 +48,23 @@ class SourceInert:
             offset += len(line) + 1
         self.raw_html_lines, stripped_markers = _raw_html_lines(self.lines)
         self.places = inert_spans(source, self.in_raw_html)
+        found = self.places.found
+        lines = self.lines
         if any(stripped_markers):
             # A tag or bogus comment in a quote runs on over the next line's markers, which
             # markdown-it strips: in `> <?x` newline `> </section>`, the `>` that ends it
             # is the end tag's. Its places are read without those markers too.
-            unquoted = "\n".join(map(_without_quote_markers, self.lines, stripped_markers))
-            self.places = InertSpans(self.places.found + inert_spans(unquoted, self.in_raw_html).found)
+            lines = list(map(_without_quote_markers, lines, stripped_markers))
+            found = found + inert_spans("\n".join(lines), self.in_raw_html).found
+        # A tag, attribute value or bogus comment left open at the end of an HTML block
+        # runs on over the Markdown text after it as markdown-it writes it: in `<div
+        # title="x`, blank line, `a " b >`, `</section>`, the end tag is in the value.
+        # Its places are read with what a browser does not see of that text too.
+        as_rendered = _as_rendered(lines, self.raw_html_lines)
+        if as_rendered != lines:
+            found = found + inert_spans("\n".join(as_rendered), self.in_raw_html).found
+        if found is not self.places.found:
+            self.places = InertSpans(found)
         self.inert = self.places.inert
         self._last_positions: tuple[tuple[int, int, str], SourcePosition] | None = None
 
@@ -173,7 +186,9 @@ def _raw_html_lines(lines: list[str]) -> tuple[list[bool], list[int]]:
             raw.append(False)
             in_paragraph = False
             continue
-        start = next((sequence for sequence in HTML_SEQUENCES if sequence[0].search(content)), None)
+        # A paragraph goes on over a line opening any other tag (`[r]:` newline `<u>`).
+        openers = _INTERRUPTING_HTML_SEQUENCES if in_paragraph else HTML_SEQUENCES
+        start = next((sequence for sequence in openers if sequence[0].search(content)), None)
         raw.append(start is not None)
         in_paragraph = start is None and bool(content.strip())
         if start is not None and (start[1].pattern == _UNTIL_BLANK_LINE or not start[1].search(content)):
@@ -189,6 +204,27 @@ def _quote_marker_count(line: str) -> int:
 def _without_quote_markers(line: str, count: int) -> str:
     """`line` with its first `count` quote markers turned into spaces (offsets kept)."""
     return line.replace(">", " ", count) if count else line
+
+
+# What a browser never sees of a line that may be a link reference definition's
+# (markdown-it writes nothing for one), and of any Markdown line (`"` is written `&quot;`).
+_UNSEEN_IN_DEFINITION = str.maketrans("\"'>", "   ")
+_UNSEEN_IN_MARKDOWN = str.maketrans('"', " ")
+
+
+def _as_rendered(lines: list[str], raw_html_lines: list[bool]) -> list[str]:
+    """The `lines` after the first HTML block's, offsets kept, with what a browser does not
+    see of their Markdown text turned into spaces: every `"`, and the `"`, `'` and `>` of a
+    run of lines starting with `[` (possibly link reference definitions)."""
+    first_raw = next((index for index, raw in enumerate(raw_html_lines) if raw), len(lines))
+    rendered = lines[: first_raw + 1]
+    in_definition = False
+    for line, raw in zip(lines[first_raw + 1 :], raw_html_lines[first_raw + 1 :], strict=True):
+        content = without_container_prefix(line).strip()
+        in_definition = not raw and (content.startswith("[") or (in_definition and bool(content)))
+        unseen = _UNSEEN_IN_DEFINITION if in_definition else _UNSEEN_IN_MARKDOWN
+        rendered.append(line if raw else line.translate(unseen))
+    return rendered
 
 
 @dataclass(frozen=True, slots=True)
