@@ -679,7 +679,7 @@ class _Stripper:
         """Take GM sections out of an HTML block: under HTML headings, and from a line
         reading as a GM heading in Markdown (`## GM` inside a `<div>`: text to CommonMark,
         a heading to Pandoc and to the author)."""
-        line = gm_heading_line(token.content)
+        line = gm_heading_line(token.content, in_html=True)
         if line is not None and self.cut_level is not None:
             self._cut_from(line[1])
             line = None
