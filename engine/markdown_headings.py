@@ -191,16 +191,20 @@ def text_before_heading_tag(html: str) -> tuple[str, bool]:
     return html_text(html if tag is None else html[: tag.start]), tag is not None
 
 
-def gm_heading_line(text: str, *, after_any_line: bool = False) -> tuple[int, int] | None:
+def gm_heading_line(text: str, *, after_any_line: bool = False, in_html: bool = False) -> tuple[int, int] | None:
     """(offset, level) of the first GM heading in raw `text` that reads as one only once
     look-alikes are folded and quote and list markers removed, None when there is none: an
-    ATX line (`##`, a no-break space, `GM`), or setext lines (`GM` over fullwidth equals
-    signs, or over `---` after a no-break space), whose text runs from the last blank line
-    or underline before its underline, as in a setext heading. With `after_any_line`, the
-    line just above an underline may also be that text alone: in a fence never closed,
-    any line may follow the closing fence its author forgot (`code`, `GM`, `===`)."""
+    ATX line (`##`, a no-break space, `GM`), also as a footnote's first line (`[^1]: ## GM`:
+    a heading in the footnote to Pandoc and Obsidian), or setext lines (`GM` over fullwidth
+    equals signs, or over `---` after a no-break space), whose text runs from the last
+    blank line or underline before its underline, as in a setext heading. With
+    `after_any_line`, the line just above an underline may also be that text alone: in a
+    fence never closed, any line may follow the closing fence its author forgot (`code`,
+    `GM`, `===`). With `in_html` (the text of an HTML block), a line ending in a tag ends
+    that text too: Pandoc reads the Markdown after such a line as blocks of their own
+    (`<div>`, `GM`, `===`, `</div>` is a heading there)."""
     atx = None if folds_to_none_of(text, "#") else _gm_atx_line(text)
-    setext = _gm_setext_lines(text, after_any_line) if _MAY_HOLD_UNDERLINE.search(text) else None
+    setext = _gm_setext_lines(text, after_any_line, in_html) if _MAY_HOLD_UNDERLINE.search(text) else None
     found = [heading for heading in (atx, setext) if heading is not None]
     return min(found) if found else None
 
@@ -208,11 +212,25 @@ def gm_heading_line(text: str, *, after_any_line: bool = False) -> tuple[int, in
 def _gm_atx_line(text: str) -> tuple[int, int] | None:
     offset = 0
     for line in text.split("\n"):
-        match = _ATX_HEADING_LINE.match(without_container_prefix(fold_lookalikes(line)))
+        match = _ATX_HEADING_LINE.match(_without_footnote_label(without_container_prefix(fold_lookalikes(line))))
         if match and is_gm_heading_text(_without_closing_hashes(match.group(2) or "")):
             return offset, len(match.group(1))
         offset += len(line) + 1
     return None
+
+
+# The start of a footnote definition (`[^1]: `), whose text Pandoc and Obsidian read as a
+# block of its own (markdown-it here: a paragraph's text, the label not being a destination).
+_FOOTNOTE_LABEL = re.compile(r"\[\^[^\]\s]+\]:[ \t]*")
+
+
+def _without_footnote_label(line: str) -> str:
+    label = _FOOTNOTE_LABEL.match(line)
+    return without_container_prefix(line[label.end() :]) if label else line
+
+
+# A line ending in an HTML tag.
+_TAG_AT_LINE_END = re.compile(r"</?[A-Za-z][^<>]*>[ \t]*$")
 
 
 # A line that may fold to a setext underline: no ASCII but `=`, `-`, container markers and
@@ -222,7 +240,7 @@ _MAY_HOLD_UNDERLINE = re.compile(r"^[ \t\x0b\x0c\x1c-\x1f>*+.)0-9=\-\x80-\U0010f
 _SETEXT_UNDERLINE = re.compile(r"[ \t]*(=+|-+)[ \t]*$")
 
 
-def _gm_setext_lines(text: str, after_any_line: bool) -> tuple[int, int] | None:
+def _gm_setext_lines(text: str, after_any_line: bool, in_html: bool) -> tuple[int, int] | None:
     # The lines since the last blank line or underline, and where the first and the last
     # of them start.
     run_start, run = 0, list[str]()
@@ -236,7 +254,7 @@ def _gm_setext_lines(text: str, after_any_line: bool) -> tuple[int, int] | None:
                 return run_start, level
             if after_any_line and is_gm_heading_text(_heading_text_of_line(run[-1])):
                 return last_start, level
-        if underline or not line.strip():
+        if underline or not line.strip() or (in_html and _TAG_AT_LINE_END.search(line)):
             run_start, run = offset + len(line) + 1, []
         else:
             run.append(line)

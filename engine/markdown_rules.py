@@ -411,6 +411,17 @@ class _OpenElements:
         return name
 
 
+# A footnote definition's label (`[^1]: `) after the quote markers before it.
+_FOOTNOTE_LABEL = re.compile(r"^([ \t>]*)\[\^[^\]\s]+\]:[ \t]*")
+
+
+def _footnote_text(source: str) -> str:
+    """A definition's source without a footnote label: `[^1]: :::gm` is a link reference
+    definition to CommonMark, but a footnote to Pandoc and Obsidian, whose text is read as
+    blocks (a GM container's opening line there opens it)."""
+    return _FOOTNOTE_LABEL.sub(r"\1", source, count=1)
+
+
 def _nesting_tags(html: str) -> list[Tag]:
     """The tags of `_NESTING_ELEMENTS` in `html`, as a browser reads them (none in raw text
     or in another tag's attribute value), in order."""
@@ -594,7 +605,7 @@ class _Stripper:
             return self._keep_indented_code(token)
         if token.type == "definition":
             assert token.map is not None
-            source = "\n".join(self.source_lines[token.map[0] : token.map[1]])
+            source = _footnote_text("\n".join(self.source_lines[token.map[0] : token.map[1]]))
             result = scan(source, self.stack, self._raw_options(token, source))
             self.stack = result.stack
             return not (hidden or result.removed)
@@ -679,7 +690,7 @@ class _Stripper:
         """Take GM sections out of an HTML block: under HTML headings, and from a line
         reading as a GM heading in Markdown (`## GM` inside a `<div>`: text to CommonMark,
         a heading to Pandoc and to the author)."""
-        line = gm_heading_line(token.content)
+        line = gm_heading_line(token.content, in_html=True)
         if line is not None and self.cut_level is not None:
             self._cut_from(line[1])
             line = None
