@@ -233,6 +233,10 @@ def _without_footnote_label(line: str) -> str:
 _TAG_AT_LINE_END = re.compile(r"</?[A-Za-z][^<>]*>[ \t]*$")
 
 
+# A line up to the end of its last HTML tag.
+_UP_TO_LAST_TAG = re.compile(r".*</?[A-Za-z][^<>]*>")
+
+
 # A line that may fold to a setext underline: no ASCII but `=`, `-`, container markers and
 # what folds to a space (a tab, a vertical tab, a form feed, the separators \x1c-\x1f);
 # any other character may be a look-alike. Prose lines fail it at once.
@@ -254,8 +258,14 @@ def _gm_setext_lines(text: str, after_any_line: bool, in_html: bool) -> tuple[in
                 return run_start, level
             if after_any_line and is_gm_heading_text(_heading_text_of_line(run[-1])):
                 return last_start, level
+        tag = _UP_TO_LAST_TAG.match(line) if in_html else None
         if underline or not line.strip() or (in_html and _TAG_AT_LINE_END.search(line)):
             run_start, run = offset + len(line) + 1, []
+        elif tag is not None:
+            # Pandoc reads the text after a block tag as blocks of their own (`<div>`,
+            # `<p>a</p> GM`, `===` is a heading): the text starts after the line's last tag.
+            run_start = last_start = offset + tag.end()
+            run = [line[tag.end() :]]
         else:
             run.append(line)
             last_start = offset
