@@ -12,7 +12,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 
 from engine.html_tags import Tag, element_tags, html_text, tags
-from engine.markdown_text import fold_lookalikes, folds_to_none_of, without_container_prefix
+from engine.markdown_text import FOOTNOTE_LABEL, fold_lookalikes, folds_to_none_of, without_container_prefix
 
 # Emphasis, strikethrough, highlight (Obsidian's `==`) and code-span markers (underscores
 # already read as spaces).
@@ -219,13 +219,12 @@ def _gm_atx_line(text: str) -> tuple[int, int] | None:
     return None
 
 
-# The start of a footnote definition (`[^1]: `), whose text Pandoc and Obsidian read as a
-# block of its own (markdown-it here: a paragraph's text, the label not being a destination).
-_FOOTNOTE_LABEL = re.compile(r"\[\^[^\]\s]+\]:[ \t]*")
+# A footnote definition's text is read by Pandoc and Obsidian as a block of its own
+# (markdown-it here: a paragraph's text, the label not being a destination).
 
 
 def _without_footnote_label(line: str) -> str:
-    label = _FOOTNOTE_LABEL.match(line)
+    label = FOOTNOTE_LABEL.match(line)
     return without_container_prefix(line[label.end() :]) if label else line
 
 

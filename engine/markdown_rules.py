@@ -38,6 +38,7 @@ from engine.markdown_dropped import (
     dropped_parts_plugin,
     maybe_dropped_spans,
 )
+from engine.markdown_footnotes import footnote_rule, footnote_text
 from engine.markdown_headings import (
     HtmlHeading,
     browser_heading_starts,
@@ -89,7 +90,7 @@ def gm_stripping_plugin(md: MarkdownIt) -> None:
     md.options["inline_definitions"] = True
     dropped_parts_plugin(md)
     first_rule = md.block.ruler.get_all_rules()[0]
-    md.block.ruler.before(first_rule, "gm_footnote", _footnote_rule)
+    md.block.ruler.before(first_rule, "gm_footnote", footnote_rule)
     md.block.ruler.before(first_rule, "gm_container", _container_rule, {"alt": _INTERRUPTS})
     md.block.ruler.before(first_rule, "gm_section", _section_rule, {"alt": _INTERRUPTS})
     md.inline.ruler.at("backticks", _recording_backtick)
@@ -221,89 +222,6 @@ def _container_rule(state: StateBlock, start_line: int, end_line: int, silent: b
         state.line = result.lines.first_line + result.lines.index_of(result.stopped_at - 1) + 1
         _push_removed_block(state, start_line, [])
     return True
-
-
-# A footnote definition's label (Pandoc's: no blank in it) at the start of a line.
-_FOOTNOTE_START = re.compile(r"\[\^[^\]\s]+\]:[ \t]*")
-# A setext underline as Pandoc and CommonMark read it.
-_ASCII_UNDERLINE = re.compile(r" {0,3}(=+|-+)[ \t]*$")
-
-
-def _footnote_rule(state: StateBlock, start_line: int, end_line: int, silent: bool) -> bool:
-    """A footnote definition holding a GM part, read as Pandoc reads it: its text from
-    the label on, and its continuation lines without their four columns of indent, are
-    blocks at the footnote's margin (`[^1]: GM`, `    ===` is a heading there, and
-    `[^1]: ::: {.gm}` a div). markdown-it, which knows no footnotes, reads a link
-    reference definition, a paragraph or indented code; so the lines are re-marked to read
-    as Pandoc does and the other rules take them from there. Ordinary footnotes are
-    left as they are. Never matches: it only moves the line marks."""
-    if silent or state.is_code_block(start_line):
-        return False
-    start = state.bMarks[start_line] + state.tShift[start_line]
-    label = _FOOTNOTE_START.match(state.src, start, state.eMarks[start_line])
-    if label is None:
-        return False
-    lines = _footnote_lines(state, start_line, end_line)
-    body = [state.src[label.end() : state.eMarks[start_line]]]
-    body += [_dedented(state, line) for line in lines[1:]]
-    if _holds_gm_part(body):
-        state.bMarks[start_line] = label.end()
-        state.tShift[start_line] = 0
-        state.sCount[start_line] = state.blkIndent
-        for line in lines[1:]:
-            if not state.isEmpty(line) and state.sCount[line] - state.blkIndent >= 4:
-                state.sCount[line] -= 4
-    return False
-
-
-def _footnote_lines(state: StateBlock, start_line: int, end_line: int) -> list[int]:
-    """The lines of the footnote starting at `start_line`, as Pandoc reads them: its
-    first line's run of non-blank lines (lazy ones too) up to another footnote's label,
-    then, with the blank lines before them, runs whose first line is indented four columns."""
-    lines, line, in_run = [start_line], start_line + 1, True
-    # A line left of the block's margin has left its list item: Pandoc's footnote ends
-    # with the item (and the scan stays within it, so footnotes in items cost their lines).
-    while line < end_line and (state.isEmpty(line) or state.sCount[line] >= state.blkIndent):
-        indent = state.sCount[line] - state.blkIndent
-        if state.isEmpty(line):
-            lines.append(line)
-            in_run = False
-        elif (not in_run and indent < 4) or _FOOTNOTE_START.match(_line_text(state, line)):
-            # A run not indented four after a blank line, or another footnote's label, ends it.
-            break
-        else:
-            lines.append(line)
-            in_run = True
-        line += 1
-    return lines
-
-
-def _line_text(state: StateBlock, line: int) -> str:
-    return state.src[state.bMarks[line] + state.tShift[line] : state.eMarks[line]]
-
-
-def _dedented(state: StateBlock, line: int) -> str:
-    indent = state.sCount[line] - state.blkIndent
-    return " " * (indent - 4 if indent >= 4 else indent) + _line_text(state, line)
-
-
-def _holds_gm_part(body: list[str]) -> bool:
-    """Whether a footnote's lines, read at its margin, open a GM container or hold a GM
-    heading (ATX, setext, or one that reads so only once look-alikes are folded)."""
-    if any(container_opener(line.lstrip(" \t")) for line in body):
-        return True
-    if gm_heading_line("\n".join(body)) is not None:
-        return True
-    run: list[str] = []
-    for line in body:
-        underline = _ASCII_UNDERLINE.match(line)
-        if run and underline and is_gm_heading_text(" ".join(part.strip() for part in run)):
-            return True
-        if underline or not line.strip():
-            run = []
-        else:
-            run.append(line)
-    return False
 
 
 def _section_rule(state: StateBlock, start_line: int, end_line: int, silent: bool) -> bool:
@@ -495,17 +413,6 @@ class _OpenElements:
         return name
 
 
-# A footnote definition's label (`[^1]: `) after the quote markers before it.
-_FOOTNOTE_LABEL = re.compile(r"^([ \t>]*)\[\^[^\]\s]+\]:[ \t]*")
-
-
-def _footnote_text(source: str) -> str:
-    """A definition's source without a footnote label: `[^1]: :::gm` is a link reference
-    definition to CommonMark, but a footnote to Pandoc and Obsidian, whose text is read as
-    blocks (a GM container's opening line there opens it)."""
-    return _FOOTNOTE_LABEL.sub(r"\1", source, count=1)
-
-
 def _nesting_tags(html: str) -> list[Tag]:
     """The tags of `_NESTING_ELEMENTS` in `html`, as a browser reads them (none in raw text
     or in another tag's attribute value), in order."""
@@ -689,7 +596,7 @@ class _Stripper:
             return self._keep_indented_code(token)
         if token.type == "definition":
             assert token.map is not None
-            source = _footnote_text("\n".join(self.source_lines[token.map[0] : token.map[1]]))
+            source = footnote_text("\n".join(self.source_lines[token.map[0] : token.map[1]]))
             result = scan(source, self.stack, self._raw_options(token, source))
             self.stack = result.stack
             return not (hidden or result.removed)

@@ -71,6 +71,8 @@ def folds_to_none_of(text: str, characters: str) -> bool:
     return not any(character in decomposed for character in characters)
 
 
+# A footnote definition's label (`[^1]: `; Pandoc's holds no blank) and the blanks after it.
+FOOTNOTE_LABEL = re.compile(r"\[\^[^\]\s]+\]:[ \t]*")
 # The quote markers a raw line starts with, whatever the indentation before each.
 QUOTE_PREFIX = re.compile(r"(?:[ \t]*>)*")
 # A thematic break, from its first character to the line's end.

@@ -1,0 +1,108 @@
+"""Footnotes holding a GM part, read as Pandoc and Obsidian read them (contract section 6).
+
+markdown-it here knows no footnotes: `[^1]: GM`, `    ===` is a link reference definition
+and indented code to it, but a GM heading in the footnote to Pandoc and Obsidian. So a
+footnote holding a GM part is re-marked to be read at its margin, and the other GM rules
+take it from there.
+"""
+
+from __future__ import annotations
+
+import re
+
+from markdown_it.rules_block import StateBlock
+
+from engine.markdown_headings import gm_heading_line, is_gm_heading_text
+from engine.markdown_regions import container_opener
+from engine.markdown_text import FOOTNOTE_LABEL
+
+# A footnote definition's label after the quote markers before it.
+_QUOTED_FOOTNOTE_LABEL = re.compile(rf"^([ \t>]*){FOOTNOTE_LABEL.pattern}")
+
+
+def footnote_text(source: str) -> str:
+    """A definition's source without a footnote label: `[^1]: :::gm` is a link reference
+    definition to CommonMark, but a footnote to Pandoc and Obsidian, whose text is read as
+    blocks (a GM container's opening line there opens it)."""
+    return _QUOTED_FOOTNOTE_LABEL.sub(r"\1", source, count=1)
+
+
+# A setext underline as Pandoc and CommonMark read it.
+_ASCII_UNDERLINE = re.compile(r" {0,3}(=+|-+)[ \t]*$")
+
+
+def footnote_rule(state: StateBlock, start_line: int, end_line: int, silent: bool) -> bool:
+    """A footnote definition holding a GM part, read as Pandoc reads it: its text from
+    the label on, and its continuation lines without their four columns of indent, are
+    blocks at the footnote's margin (`[^1]: GM`, `    ===` is a heading there, and
+    `[^1]: ::: {.gm}` a div). markdown-it, which knows no footnotes, reads a link
+    reference definition, a paragraph or indented code; so the lines are re-marked to read
+    as Pandoc does and the other rules take them from there. Ordinary footnotes are
+    left as they are. Never matches: it only moves the line marks."""
+    if silent or state.is_code_block(start_line):
+        return False
+    start = state.bMarks[start_line] + state.tShift[start_line]
+    label = FOOTNOTE_LABEL.match(state.src, start, state.eMarks[start_line])
+    if label is None:
+        return False
+    lines = _footnote_lines(state, start_line, end_line)
+    body = [state.src[label.end() : state.eMarks[start_line]]]
+    body += [_dedented(state, line) for line in lines[1:]]
+    if _holds_gm_part(body):
+        state.bMarks[start_line] = label.end()
+        state.tShift[start_line] = 0
+        state.sCount[start_line] = state.blkIndent
+        for line in lines[1:]:
+            if not state.isEmpty(line) and state.sCount[line] - state.blkIndent >= 4:
+                state.sCount[line] -= 4
+    return False
+
+
+def _footnote_lines(state: StateBlock, start_line: int, end_line: int) -> list[int]:
+    """The lines of the footnote starting at `start_line`, as Pandoc reads them: its
+    first line's run of non-blank lines (lazy ones too) up to another footnote's label,
+    then, with the blank lines before them, runs whose first line is indented four columns."""
+    lines, line, in_run = [start_line], start_line + 1, True
+    # A line left of the block's margin has left its list item: Pandoc's footnote ends
+    # with the item (and the scan stays within it, so footnotes in items cost their lines).
+    while line < end_line and (state.isEmpty(line) or state.sCount[line] >= state.blkIndent):
+        indent = state.sCount[line] - state.blkIndent
+        if state.isEmpty(line):
+            lines.append(line)
+            in_run = False
+        elif (not in_run and indent < 4) or FOOTNOTE_LABEL.match(_line_text(state, line)):
+            # A run not indented four after a blank line, or another footnote's label, ends it.
+            break
+        else:
+            lines.append(line)
+            in_run = True
+        line += 1
+    return lines
+
+
+def _line_text(state: StateBlock, line: int) -> str:
+    return state.src[state.bMarks[line] + state.tShift[line] : state.eMarks[line]]
+
+
+def _dedented(state: StateBlock, line: int) -> str:
+    indent = state.sCount[line] - state.blkIndent
+    return " " * (indent - 4 if indent >= 4 else indent) + _line_text(state, line)
+
+
+def _holds_gm_part(body: list[str]) -> bool:
+    """Whether a footnote's lines, read at its margin, open a GM container or hold a GM
+    heading (ATX, setext, or one that reads so only once look-alikes are folded)."""
+    if any(container_opener(line.lstrip(" \t")) for line in body):
+        return True
+    if gm_heading_line("\n".join(body)) is not None:
+        return True
+    run: list[str] = []
+    for line in body:
+        underline = _ASCII_UNDERLINE.match(line)
+        if run and underline and is_gm_heading_text(" ".join(part.strip() for part in run)):
+            return True
+        if underline or not line.strip():
+            run = []
+        else:
+            run.append(line)
+    return False
