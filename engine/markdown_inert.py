@@ -18,7 +18,7 @@ this: they count wherever they might be markup.
 from __future__ import annotations
 
 import re
-from bisect import bisect_left, bisect_right
+from bisect import bisect_right
 from collections.abc import Callable, Sequence
 
 from markdown_it.rules_block.html_block import HTML_SEQUENCES
@@ -132,7 +132,7 @@ def inert_spans(text: str, raw_html_at: Callable[[int], bool] | None = None) -> 
             if in_markdown(start):
                 if tag_end(position, limit) is None:
                     continue  # a start tag never ended: text
-                if name != "pre" and not code_spans.closes_one(open_ticks, position, limit):
+                if name != "pre" and not code_spans.closes_one(open_ticks, position):
                     # Raw inline HTML: a browser reads on to the end tag, past paragraphs.
                     limit = len(text)
             closed_at = closing(name, position, limit)
@@ -166,29 +166,40 @@ def inert_spans(text: str, raw_html_at: Callable[[int], bool] | None = None) -> 
 
 
 class _BacktickRuns:
-    """Whether an open backtick run is closed later in its paragraph: then what lies
-    between may be a code span's text. The runs are found once, on the first question."""
+    """Whether a tag may be in a code span. markdown-it closes a backtick run at the next
+    run of its length whatever lies between (escapes, tags, link destinations), and a
+    table cell ends at its `|`; the runs are found once, on the first question."""
 
     def __init__(self, text: str) -> None:
         self._text = text
         self._starts: dict[int, list[int]] | None = None  # run length -> where such runs start
+        self._breaks: list[int] = []  # where a line or a table cell may end
 
-    def closes_one(self, open_ticks: dict[int, int], position: int, limit: int) -> bool:
+    def closes_one(self, open_ticks: dict[int, int], position: int) -> bool:
+        """Whether one of the `open_ticks` is closed past `position` (after a tag's name),
+        on its line and in its cell: then the tag may be a code span's text. A code span
+        over several lines is not looked for (its lines may be blocks of their own: a
+        heading, list items); the tag then runs on, the side that hides more."""
         if not open_ticks:
             return False
         if self._starts is None:
             self._starts = {}
             for run in _BACKTICK_RUN.finditer(self._text):
                 self._starts.setdefault(len(run.group()), []).append(run.start())
-        for length in open_ticks:
-            starts = self._starts.get(length, [])
-            following = bisect_left(starts, position)
-            if following < len(starts) and starts[following] < limit:
+            self._breaks = [found.start() for found in _LINE_OR_CELL_END.finditer(self._text)]
+        for length, opened_at in open_ticks.items():
+            starts = self._starts[length]
+            following = bisect_right(starts, opened_at)
+            if following == len(starts) or starts[following] < position:
+                continue  # never closed, or closed before the tag
+            next_break = bisect_right(self._breaks, opened_at)
+            if next_break == len(self._breaks) or self._breaks[next_break] > starts[following]:
                 return True
         return False
 
 
 _BACKTICK_RUN = re.compile(r"`+")
+_LINE_OR_CELL_END = re.compile(r"[\n|]")
 
 
 # A GFM table's delimiter row (`|---|:-:|`), after any quote or list markers, and a blank
