@@ -18,7 +18,7 @@ this: they count wherever they might be markup.
 from __future__ import annotations
 
 import re
-from bisect import bisect_left, bisect_right
+from bisect import bisect_right
 from collections.abc import Callable, Sequence
 
 from markdown_it.rules_block.html_block import HTML_SEQUENCES
@@ -51,7 +51,9 @@ _RAW_TEXT_END = {name: re.compile(rf"</{name}[\t\n\f\r ]*>", re.I) for name in _
 _LITERAL_CLOSERS = {closer: re.compile(re.escape(closer)) for closer in (">", "]]>")}
 
 
-def inert_spans(text: str, raw_html_at: Callable[[int], bool] | None = None) -> InertSpans:
+def inert_spans(
+    text: str, raw_html_at: Callable[[int], bool] | None = None, code_at: Callable[[int], bool] | None = None
+) -> InertSpans:
     """The (start, end) ranges of `text` where a closer is not trusted.
 
     Tags, raw-text elements and bogus comments run as far as their end, blank lines
@@ -59,7 +61,8 @@ def inert_spans(text: str, raw_html_at: Callable[[int], bool] | None = None) -> 
     start is raw HTML (an HTML block of a whole document, which a browser reads on). One
     starting in Markdown text is one only if it ends within its paragraph, as CommonMark
     reads `a<b` or an unclosed quote there as text: a raw-text element then runs to its
-    end tag or its paragraph's end.
+    end tag or its paragraph's end. `code_at` says where a line may be a code block's,
+    whose end tags markdown-it writes escaped.
     """
     blank_lines = [match.start() for match in _BLANK_LINE.finditer(text)] if raw_html_at else []
 
@@ -86,7 +89,11 @@ def inert_spans(text: str, raw_html_at: Callable[[int], bool] | None = None) -> 
         known = closings.get(closer)
         if known is None or not known[0] <= position or (known[1] and known[1].start() < position):
             pattern = _RAW_TEXT_END.get(closer) or _LITERAL_CLOSERS[closer]
-            known = (position, pattern.search(text, position))
+            found = pattern.search(text, position)
+            if closer in _RAW_TEXT_END:
+                while found is not None and not end_tags.written_as_is(found.start()):
+                    found = pattern.search(text, found.end())
+            known = (position, found)
             closings[closer] = known
         found = known[1]
         return None if found is None or found.end() > limit else found.end()
@@ -94,6 +101,7 @@ def inert_spans(text: str, raw_html_at: Callable[[int], bool] | None = None) -> 
     spans: list[tuple[int, int]] = []
     open_ticks: dict[int, int] = {}  # backtick run length -> where the run starts
     code_spans = _BacktickRuns(text)
+    end_tags = _MarkdownEndTags(text, blank_lines, in_markdown, code_at)
     brackets: list[int] = []
     position = 0
     while True:
@@ -132,7 +140,7 @@ def inert_spans(text: str, raw_html_at: Callable[[int], bool] | None = None) -> 
             if in_markdown(start):
                 if tag_end(position, limit) is None:
                     continue  # a start tag never ended: text
-                if name != "pre" and not code_spans.closes_one(open_ticks, position, limit):
+                if name != "pre" and not code_spans.closes_one(open_ticks, position):
                     # Raw inline HTML: a browser reads on to the end tag, past paragraphs.
                     limit = len(text)
             closed_at = closing(name, position, limit)
@@ -166,29 +174,90 @@ def inert_spans(text: str, raw_html_at: Callable[[int], bool] | None = None) -> 
 
 
 class _BacktickRuns:
-    """Whether an open backtick run is closed later in its paragraph: then what lies
-    between may be a code span's text. The runs are found once, on the first question."""
+    """Whether a tag may be in a code span. markdown-it closes a backtick run at the next
+    run of its length whatever lies between (escapes, tags, link destinations), and a
+    table cell ends at its `|`; the runs are found once, on the first question."""
 
     def __init__(self, text: str) -> None:
         self._text = text
         self._starts: dict[int, list[int]] | None = None  # run length -> where such runs start
+        self._breaks: list[int] = []  # where a line or a table cell may end
 
-    def closes_one(self, open_ticks: dict[int, int], position: int, limit: int) -> bool:
+    def closes_one(self, open_ticks: dict[int, int], position: int) -> bool:
+        """Whether one of the `open_ticks` is closed past `position` (after a tag's name),
+        on its line and in its cell: then the tag may be a code span's text. A code span
+        over several lines is not looked for (its lines may be blocks of their own: a
+        heading, list items); the tag then runs on, the side that hides more."""
         if not open_ticks:
             return False
         if self._starts is None:
             self._starts = {}
             for run in _BACKTICK_RUN.finditer(self._text):
                 self._starts.setdefault(len(run.group()), []).append(run.start())
-        for length in open_ticks:
-            starts = self._starts.get(length, [])
-            following = bisect_left(starts, position)
-            if following < len(starts) and starts[following] < limit:
+            self._breaks = [found.start() for found in _LINE_OR_CELL_END.finditer(self._text)]
+        for length, opened_at in open_ticks.items():
+            starts = self._starts[length]
+            following = bisect_right(starts, opened_at)
+            if following == len(starts) or starts[following] < position:
+                continue  # never closed, or closed before the tag
+            next_break = bisect_right(self._breaks, opened_at)
+            if next_break == len(self._breaks) or self._breaks[next_break] > starts[following]:
                 return True
         return False
 
 
+class _MarkdownEndTags:
+    """Whether an end tag in Markdown text is written as is, ending a raw-text element to
+    a browser. markdown-it writes it `&lt;/title&gt;` in a code span, an image's
+    description, a link's title, after a backslash and in a code block, and nothing for a
+    link reference definition; none of these is looked for exactly: one after a backtick,
+    `![`, `](` or `]:` in its paragraph, a backslash, an indentation of four columns or
+    in a line that may be code is not taken for one, and the element runs on, the side
+    that hides more. One in raw HTML is written as is."""
+
+    def __init__(
+        self,
+        text: str,
+        blank_lines: list[int],
+        in_markdown: Callable[[int], bool],
+        code_at: Callable[[int], bool] | None,
+    ) -> None:
+        self._text = text
+        self._blank_lines = blank_lines
+        self._in_markdown = in_markdown
+        self._code_at = code_at
+        # Found on the first question: most texts have no raw-text element.
+        self._escaping: list[int] | None = None
+        self._newlines: list[int] = []
+
+    def written_as_is(self, at: int) -> bool:
+        if self._code_at is not None and self._code_at(at):
+            return False
+        if not self._in_markdown(at):
+            return True
+        text = self._text
+        if self._escaping is None:
+            self._escaping = [found.start() for found in _ESCAPING_MARKUP.finditer(text)]
+            self._newlines = [found.start() for found in _NEWLINE.finditer(text)]
+        if text[at - 1 : at] == "\\":
+            return False
+        paragraph = bisect_right(self._blank_lines, at) - 1
+        paragraph_start = self._blank_lines[paragraph] if paragraph >= 0 else 0
+        escaping = bisect_right(self._escaping, at) - 1
+        if escaping >= 0 and self._escaping[escaping] >= paragraph_start:
+            return False
+        line = bisect_right(self._newlines, at) - 1
+        prefix = _LINE_PREFIX.match(text, self._newlines[line] + 1 if line >= 0 else 0, at)
+        return prefix is None or not ("\t" in prefix.group() or "    " in prefix.group())
+
+
 _BACKTICK_RUN = re.compile(r"`+")
+# What markdown-it writes an end tag after escaped, or not at all (see _MarkdownEndTags).
+_ESCAPING_MARKUP = re.compile(r"`|!\[|\][(:]")
+_NEWLINE = re.compile(r"\n")
+# What may come before an indented code block's text on its line.
+_LINE_PREFIX = re.compile(r"[ \t>]*(?:(?:[-*+]|\d{1,9}[.)])[ \t]+)*")
+_LINE_OR_CELL_END = re.compile(r"[\n|]")
 
 
 # A GFM table's delimiter row (`|---|:-:|`), after any quote or list markers, and a blank

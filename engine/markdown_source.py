@@ -46,8 +46,8 @@ class SourceInert:
         for line in self.lines:
             self.line_starts.append(offset)
             offset += len(line) + 1
-        self.raw_html_lines, stripped_markers = _raw_html_lines(self.lines)
-        self.places = inert_spans(source, self.in_raw_html)
+        self.raw_html_lines, stripped_markers, self.code_lines = _raw_html_lines(self.lines)
+        self.places = inert_spans(source, self.in_raw_html, self.in_code)
         found = self.places.found
         lines = self.lines
         if any(stripped_markers):
@@ -55,14 +55,14 @@ class SourceInert:
             # markdown-it strips: in `> <?x` newline `> </section>`, the `>` that ends it
             # is the end tag's. Its places are read without those markers too.
             lines = list(map(_without_quote_markers, lines, stripped_markers))
-            found = found + inert_spans("\n".join(lines), self.in_raw_html).found
+            found = found + inert_spans("\n".join(lines), self.in_raw_html, self.in_code).found
         # A tag, attribute value or bogus comment left open at the end of an HTML block
         # runs on over the Markdown text after it as markdown-it writes it: in `<div
         # title="x`, blank line, `a " b >`, `</section>`, the end tag is in the value.
         # Its places are read with what a browser does not see of that text too.
         as_rendered = _as_rendered(lines, self.raw_html_lines)
         if as_rendered != lines:
-            found = found + inert_spans("\n".join(as_rendered), self.in_raw_html).found
+            found = found + inert_spans("\n".join(as_rendered), self.in_raw_html, self.in_code).found
         if found is not self.places.found:
             self.places = InertSpans(found)
         self.inert = self.places.inert
@@ -102,6 +102,10 @@ class SourceInert:
     def in_raw_html(self, source_at: int) -> bool:
         """Whether a source position is in an HTML block (see `_raw_html_lines`)."""
         return self.raw_html_lines[bisect_right(self.line_starts, source_at) - 1]
+
+    def in_code(self, source_at: int) -> bool:
+        """Whether a source position may be in a code block (see `_raw_html_lines`)."""
+        return self.code_lines[bisect_right(self.line_starts, source_at) - 1]
 
     def _inside_earlier(self, source_at: int) -> bool:
         index = bisect_right(self.places.starts, source_at) - 1
@@ -145,13 +149,17 @@ class SourceInert:
         return None if found < 0 else self.line_starts[line] + found
 
 
-def _raw_html_lines(lines: list[str]) -> tuple[list[bool], list[int]]:
+def _raw_html_lines(lines: list[str]) -> tuple[list[bool], list[int], list[bool]]:
     """Which lines are in an HTML block, as markdown-it starts and ends them (after quote
     and list markers; fenced code is skipped): what a browser reads as HTML, tags and
     scripts running on past blank lines. And how many of each line's leading quote
     markers markdown-it strips: all of them, but on a line going on with an HTML block,
-    only as many as the block's first line had (`<div` newline `>` ends a tag)."""
+    only as many as the block's first line had (`<div` newline `>` ends a tag). And which
+    lines may be code, written escaped: a fence's, and an HTML block's whose first line is
+    indented four columns (an indented code block, unless deep in a list item)."""
     raw: list[bool] = []
+    code: list[bool] = []
+    html_indented = False
     stripped_markers: list[int] = []
     fence: _Fence | None = None
     html_end: re.Pattern[str] | None = None
@@ -165,6 +173,7 @@ def _raw_html_lines(lines: list[str]) -> tuple[list[bool], list[int]]:
         if in_paragraph and _LIST_MARKER_NOT_ONE.match(line):
             after_prefix = line  # only a list starting at 1 interrupts a paragraph
         content = after_prefix.lstrip(" ")
+        code.append(fence is not None or (html_end is not None and html_indented))
         if fence is not None and not fence.ended_by(line, after_prefix):
             raw.append(False)
             if content.startswith(fence.marker) and not content.strip(fence.marker[0] + " \t"):
@@ -183,6 +192,7 @@ def _raw_html_lines(lines: list[str]) -> tuple[list[bool], list[int]]:
         opened = _FENCE.match(after_prefix)
         if opened:
             fence = _Fence(opened.group(1), line[: len(line) - len(after_prefix)].count(">"), len(line) - len(content))
+            code[-1] = True
             raw.append(False)
             in_paragraph = False
             continue
@@ -190,11 +200,13 @@ def _raw_html_lines(lines: list[str]) -> tuple[list[bool], list[int]]:
         openers = _INTERRUPTING_HTML_SEQUENCES if in_paragraph else HTML_SEQUENCES
         start = next((sequence for sequence in openers if sequence[0].search(content)), None)
         raw.append(start is not None)
+        html_indented = len(after_prefix) - len(content) >= 4
+        code[-1] = start is not None and html_indented
         in_paragraph = start is None and bool(content.strip())
         if start is not None and (start[1].pattern == _UNTIL_BLANK_LINE or not start[1].search(content)):
             html_end = start[1]
             html_quotes = quotes
-    return raw, stripped_markers
+    return raw, stripped_markers, code
 
 
 def _quote_marker_count(line: str) -> int:
