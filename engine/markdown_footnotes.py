@@ -9,6 +9,8 @@ take it from there.
 from __future__ import annotations
 
 import re
+from collections.abc import MutableMapping
+from typing import Any
 
 from markdown_it.rules_block import StateBlock
 
@@ -29,6 +31,19 @@ def footnote_text(source: str) -> str:
 
 # A setext underline as Pandoc and CommonMark read it.
 _ASCII_UNDERLINE = re.compile(r" {0,3}(=+|-+)[ \t]*$")
+
+# The env key of the set of lines re-marked as a GM footnote's text.
+FOOTNOTE_LINES_ENV_KEY = "gm_footnote_lines"
+
+
+def footnote_of(env: MutableMapping[str, Any], line_map: list[int] | None) -> int | None:
+    """The first line of the GM footnote a block's lines were re-marked for, if any: a
+    heading there is in the footnote, not in the document's flow, and ends no GM section
+    but one started in that footnote."""
+    lines = env.get(FOOTNOTE_LINES_ENV_KEY)
+    if not isinstance(lines, dict) or line_map is None:
+        return None
+    return next((lines[line] for line in range(*line_map) if line in lines), None)
 
 
 def footnote_rule(state: StateBlock, start_line: int, end_line: int, silent: bool) -> bool:
@@ -52,9 +67,13 @@ def footnote_rule(state: StateBlock, start_line: int, end_line: int, silent: boo
         state.bMarks[start_line] = label.end()
         state.tShift[start_line] = 0
         state.sCount[start_line] = state.blkIndent
+        # Each re-marked line, with the first line of its footnote.
+        remarked = state.env.setdefault(FOOTNOTE_LINES_ENV_KEY, {})
+        remarked[start_line] = start_line
         for line in lines[1:]:
             if not state.isEmpty(line) and state.sCount[line] - state.blkIndent >= 4:
                 state.sCount[line] -= 4
+                remarked[line] = start_line
     return False
 
 

@@ -38,7 +38,7 @@ from engine.markdown_dropped import (
     dropped_parts_plugin,
     maybe_dropped_spans,
 )
-from engine.markdown_footnotes import footnote_rule, footnote_text
+from engine.markdown_footnotes import footnote_of, footnote_rule, footnote_text
 from engine.markdown_headings import (
     HtmlHeading,
     browser_heading_starts,
@@ -468,6 +468,9 @@ class _Stripper:
         self.cells_read_as_lines = False
         # Level of the GM heading whose section is being cut, if any.
         self._cut_level: int | None = None
+        # The block being read, and the GM footnote the cut started in (None: the document).
+        self.token_map: list[int] | None = None
+        self.cut_footnote: int | None = None
         # Quotes and list items open around the block being read, and the fewest around
         # the GM headings of the cut: a heading nested deeper (a handout quoted under
         # `## GM`) ends nothing.
@@ -492,6 +495,7 @@ class _Stripper:
         kept: list[Token] = []
         references: dict[str, dict[str, Any]] = {}
         for index, token in enumerate(tokens):
+            self.token_map = token.map
             if not self._keep(token, tokens[index - 1] if index else None):
                 continue
             if self.open_heading is not None and token is not self.open_heading.token and token.nesting == 0:
@@ -529,7 +533,15 @@ class _Stripper:
         if level is None or self._cut_level is None:
             self.divs_in_cut = []
             self.elements_in_cut = _OpenElements()
+        if self._cut_level is None and level is not None:
+            self.cut_footnote = footnote_of(self.state.env, self.token_map)
         self._cut_level = level
+
+    def _ends_cut_from_footnote(self, token: Token) -> bool:
+        """Whether a heading may end the cut as far as footnotes go: one in a GM footnote's
+        text ends only a cut started in the same footnote."""
+        footnote = footnote_of(self.state.env, token.map)
+        return footnote is None or footnote == self.cut_footnote
 
     @property
     def _hidden(self) -> bool:
@@ -564,6 +576,8 @@ class _Stripper:
             # A heading ends the cut only if it is really there, not inside a comment or
             # in an attribute value or raw text opened before it.
             ends_cut = self.cut_level is not None and not self.stack and level <= self.cut_level
+            # A heading in a footnote's text (`[^1]: # Pub`) is not in the document's flow.
+            ends_cut = ends_cut and self._ends_cut_from_footnote(token)
             if ends_cut and token.markup in ("=", "-") and token.map is not None:
                 # `::: box`, `Letter`, `===`: one heading to CommonMark, a heading in a div
                 # to markdown-it-container and Pandoc. The lines above its last are in the cut.
@@ -651,6 +665,7 @@ class _Stripper:
                 self.elements_in_cut.follow(in_cut, self.depth)
             position = heading.start
             ends_cut = self.cut_level is not None and heading.closed and heading.level <= self.cut_level
+            ends_cut = ends_cut and self._ends_cut_from_footnote(token)
             if ends_cut and self.depth <= self.cut_depth and not self._nested_in_cut:
                 if browser_headings is None:
                     browser_headings = browser_heading_starts(html)
@@ -712,6 +727,7 @@ class _Stripper:
         self.open_heading = None
         if self.cut_level is None and (is_gm_heading_text(html_text(line)) or self._is_gm_heading(line)):
             self.cut_level = opened.level
+            self.cut_footnote = footnote_of(self.state.env, opened.token.map)
             self.cut_depth = opened.depth
             before = opened.token.content[: opened.start]
             opened.token.content = before if opened.token.type == "html_block" else before.rstrip()
