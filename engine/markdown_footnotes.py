@@ -32,6 +32,9 @@ def footnote_text(source: str) -> str:
 # A setext underline as Pandoc and CommonMark read it.
 _ASCII_UNDERLINE = re.compile(r" {0,3}(=+|-+)[ \t]*$")
 
+# What opens a comment or a section that may be secret.
+_HIDING_PART = re.compile(r"%%|<!--|<section", re.IGNORECASE)
+
 # The env key of the set of lines re-marked as a GM footnote's text.
 FOOTNOTE_LINES_ENV_KEY = "gm_footnote_lines"
 
@@ -112,6 +115,10 @@ def _holds_gm_part(body: list[str]) -> bool:
     """Whether a footnote's lines, read at its margin, open a GM container or hold a GM
     heading (ATX, setext, or one that reads so only once look-alikes are folded)."""
     if any(container_opener(line.lstrip(" \t")) for line in body):
+        return True
+    # A comment or secret section in a continuation line: code to markdown-it after a
+    # definition (`[^1]: x`, `    %% GM %%`), hidden in the footnote to Obsidian and Pandoc.
+    if any(_HIDING_PART.search(line) for line in body[1:]):
         return True
     if gm_heading_line("\n".join(body)) is not None:
         return True
