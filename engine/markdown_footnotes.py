@@ -32,6 +32,9 @@ def footnote_text(source: str) -> str:
 # A setext underline as Pandoc and CommonMark read it.
 _ASCII_UNDERLINE = re.compile(r" {0,3}(=+|-+)[ \t]*$")
 
+# Labels of footnotes defined in a footnote's text, and the quote markers before them.
+_NESTED_LABELS = re.compile(rf"^(?:[ \t>]*{FOOTNOTE_LABEL.pattern})*[ \t>]*")
+
 # What opens a comment or a section that may be secret.
 _HIDING_PART = re.compile(r"%%|<!--|<section", re.IGNORECASE)
 
@@ -64,10 +67,15 @@ def footnote_rule(state: StateBlock, start_line: int, end_line: int, silent: boo
     if label is None:
         return False
     lines = _footnote_lines(state, start_line, end_line)
-    body = [state.src[label.end() : state.eMarks[start_line]]]
+    text_start = label.end()
+    while (nested := FOOTNOTE_LABEL.match(state.src, text_start, state.eMarks[start_line])) is not None:
+        text_start = nested.end()
+    # A footnote's text may be another's definition (`[^1]: [^2]: ::: gm`), quoted or not:
+    # Pandoc reads blocks there. Its GM part is looked for after the labels and markers.
+    body = [_NESTED_LABELS.sub("", state.src[text_start : state.eMarks[start_line]], count=1)]
     body += [_dedented(state, line) for line in lines[1:]]
     if _holds_gm_part(body):
-        state.bMarks[start_line] = label.end()
+        state.bMarks[start_line] = text_start
         state.tShift[start_line] = 0
         state.sCount[start_line] = state.blkIndent
         # Each re-marked line, with the first line of its footnote.
