@@ -101,6 +101,7 @@ def inert_spans(
     spans: list[tuple[int, int]] = []
     doubt = False  # whether a code span in the paragraph may not be where it is read
     last_run_end = 0  # where the last backtick run read ends
+    instruction_close = -1  # where the next `?>` starts (len(text): none)
     code_spans = _BacktickRuns(text)
     end_tags = _MarkdownEndTags(text, blank_lines, in_markdown, code_at)
     brackets: list[int] = []
@@ -174,6 +175,14 @@ def inert_spans(
             end = limit if closed_at is None else closed_at
             spans.append((start, end))
             position = end
+            if event[1] == "?" and in_markdown(start):
+                # markdown-it reads a processing instruction on to `?>`: a backtick run
+                # before that opens nothing.
+                if instruction_close < start + 2:
+                    found = text.find("?>", start + 2)
+                    instruction_close = len(text) if found < 0 else found
+                if instruction_close < limit and code_spans.skipped(end, instruction_close):
+                    doubt = True
         else:
             limit = limit_for(start)
             ended_at = tag_end(start + 2, limit)
