@@ -18,7 +18,7 @@ this: they count wherever they might be markup.
 from __future__ import annotations
 
 import re
-from bisect import bisect_right
+from bisect import bisect_left, bisect_right
 from collections.abc import Callable, Sequence
 
 from markdown_it.rules_block.html_block import HTML_SEQUENCES
@@ -99,7 +99,9 @@ def inert_spans(
         return None if found is None or found.end() > limit else found.end()
 
     spans: list[tuple[int, int]] = []
-    open_ticks: dict[int, int] = {}  # backtick run length -> where the run starts
+    doubt = False  # whether a code span in the paragraph may not be where it is read
+    last_run_end = 0  # where the last backtick run read ends
+    instruction_close = -1  # where the next `?>` starts (len(text): none)
     code_spans = _BacktickRuns(text)
     end_tags = _MarkdownEndTags(text, blank_lines, in_markdown, code_at)
     brackets: list[int] = []
@@ -111,17 +113,28 @@ def inert_spans(
         start, event = match.start(), match.group()
         position = match.end()
         if event[0] == "`":
-            opened = open_ticks.pop(len(event), None)
-            if opened is None:
-                open_ticks[len(event)] = start
-            else:
-                spans.append((opened, position))
-                open_ticks.clear()
+            # markdown-it pairs a run with the next of its length in its block, whatever
+            # lies between. Each run is taken to open a code span to the next run of its
+            # length in the paragraph (every way its lines may be blocks: a heading, list
+            # items, cells); one on a line, after no run but such pairs and runs never
+            # closed, is surely one, and its text (tags too) is passed over whole.
+            if code_spans.skipped(last_run_end, start):
+                doubt = True  # a run in a tag, link destination, ... may open one
+            last_run_end = position
+            closer = code_spans.closer(start, len(event))
+            if closer is not None:
+                spans.append((start, closer + len(event)))
+                if not doubt and in_markdown(start) and code_spans.on_one_line(start, closer):
+                    position = last_run_end = closer + len(event)
+                else:
+                    doubt = True
         elif event[0] == "\\":
             spans.append((start, position))
+            if event[1] == "`":
+                last_run_end = position
         elif event[0] == "\n":  # a blank line ends a paragraph, and its spans with it
-            open_ticks.clear()
             brackets.clear()
+            doubt, last_run_end = False, position
         elif event == "[":
             brackets.append(start)
         elif event[0] == "]":
@@ -140,8 +153,9 @@ def inert_spans(
             if in_markdown(start):
                 if tag_end(position, limit) is None:
                     continue  # a start tag never ended: text
-                if name != "pre" and not code_spans.closes_one(open_ticks, position):
-                    # Raw inline HTML: a browser reads on to the end tag, past paragraphs.
+                if name != "pre":
+                    # Raw inline HTML (a code span surely one is passed over whole): a
+                    # browser reads on to the end tag, past paragraphs.
                     limit = len(text)
             closed_at = closing(name, position, limit)
             end = limit if closed_at is None else closed_at
@@ -161,6 +175,14 @@ def inert_spans(
             end = limit if closed_at is None else closed_at
             spans.append((start, end))
             position = end
+            if event[1] == "?" and in_markdown(start):
+                # markdown-it reads a processing instruction on to `?>`: a backtick run
+                # before that opens nothing.
+                if instruction_close < start + 2:
+                    found = text.find("?>", start + 2)
+                    instruction_close = len(text) if found < 0 else found
+                if instruction_close < limit and code_spans.skipped(end, instruction_close):
+                    doubt = True
         else:
             limit = limit_for(start)
             ended_at = tag_end(start + 2, limit)
@@ -174,36 +196,45 @@ def inert_spans(
 
 
 class _BacktickRuns:
-    """Whether a tag may be in a code span. markdown-it closes a backtick run at the next
-    run of its length whatever lies between (escapes, tags, link destinations), and a
-    table cell ends at its `|`; the runs are found once, on the first question."""
+    """Where markdown-it closes a backtick run: at the next run of its length in its
+    paragraph, whatever lies between (escapes, tags, link destinations); the runs are
+    found once, on the first question."""
 
     def __init__(self, text: str) -> None:
         self._text = text
         self._starts: dict[int, list[int]] | None = None  # run length -> where such runs start
+        self._blank_lines: list[int] = []
         self._breaks: list[int] = []  # where a line or a table cell may end
+        self._all: list[int] | None = None  # where every run starts
 
-    def closes_one(self, open_ticks: dict[int, int], position: int) -> bool:
-        """Whether one of the `open_ticks` is closed past `position` (after a tag's name),
-        on its line and in its cell: then the tag may be a code span's text. A code span
-        over several lines is not looked for (its lines may be blocks of their own: a
-        heading, list items); the tag then runs on, the side that hides more."""
-        if not open_ticks:
-            return False
+    def closer(self, opened_at: int, length: int) -> int | None:
+        """Where the run closing the run of `length` at `opened_at` starts, or None."""
         if self._starts is None:
             self._starts = {}
             for run in _BACKTICK_RUN.finditer(self._text):
                 self._starts.setdefault(len(run.group()), []).append(run.start())
+            self._blank_lines = [found.start() for found in _BLANK_LINE.finditer(self._text)]
             self._breaks = [found.start() for found in _LINE_OR_CELL_END.finditer(self._text)]
-        for length, opened_at in open_ticks.items():
-            starts = self._starts[length]
-            following = bisect_right(starts, opened_at)
-            if following == len(starts) or starts[following] < position:
-                continue  # never closed, or closed before the tag
-            next_break = bisect_right(self._breaks, opened_at)
-            if next_break == len(self._breaks) or self._breaks[next_break] > starts[following]:
-                return True
-        return False
+        starts = self._starts.get(length, [])
+        following = bisect_right(starts, opened_at)
+        if following == len(starts):
+            return None
+        blank = bisect_right(self._blank_lines, opened_at)
+        if blank < len(self._blank_lines) and self._blank_lines[blank] < starts[following]:
+            return None
+        return starts[following]
+
+    def skipped(self, after: int, before: int) -> bool:
+        """Whether a backtick run starts in after..before (one the pass went over)."""
+        if self._all is None:
+            self._all = [found.start() for found in _BACKTICK_RUN.finditer(self._text)]
+        following = bisect_left(self._all, after)
+        return following < len(self._all) and self._all[following] < before
+
+    def on_one_line(self, opened_at: int, closed_at: int) -> bool:
+        """Whether no line or table cell ends between a code span's runs."""
+        next_break = bisect_right(self._breaks, opened_at)
+        return next_break == len(self._breaks) or self._breaks[next_break] > closed_at
 
 
 class _MarkdownEndTags:
