@@ -60,8 +60,9 @@ def inert_spans(
     included, when `raw_html_at` is None (raw HTML, an HTML block's text) or says their
     start is raw HTML (an HTML block of a whole document, which a browser reads on). One
     starting in Markdown text is one only if it ends within its paragraph, as CommonMark
-    reads `a<b` or an unclosed quote there as text: a raw-text element then runs to its
-    end tag or its paragraph's end. `code_at` says where a line may be a code block's,
+    reads `a<b` or an unclosed quote there as text; a raw-text element opened there is
+    raw inline HTML and runs on to an end tag written as is (a `<pre>`, to its
+    paragraph's end at the latest). `code_at` says where a line may be a code block's,
     whose end tags markdown-it writes escaped.
     """
     blank_lines = [match.start() for match in _BLANK_LINE.finditer(text)] if raw_html_at else []
