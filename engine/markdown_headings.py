@@ -219,17 +219,11 @@ def _gm_atx_line(text: str) -> tuple[int, int] | None:
     return None
 
 
-# A footnote definition's text is read by Pandoc and Obsidian as a block of its own
-# (markdown-it here: a paragraph's text, the label not being a destination).
-
-
 def _without_footnote_label(line: str) -> str:
+    """A footnote definition's text, which Pandoc and Obsidian read as a block of its own
+    (markdown-it here: a paragraph's text, the label not being a destination)."""
     label = FOOTNOTE_LABEL.match(line)
     return without_container_prefix(line[label.end() :]) if label else line
-
-
-# A line ending in an HTML tag.
-_TAG_AT_LINE_END = re.compile(r"</?[A-Za-z][^<>]*>[ \t]*$")
 
 
 # A line up to the end of its last HTML tag.
@@ -258,7 +252,8 @@ def _gm_setext_lines(text: str, after_any_line: bool, in_html: bool) -> tuple[in
             if after_any_line and is_gm_heading_text(_heading_text_of_line(run[-1])):
                 return last_start, level
         tag = _UP_TO_LAST_TAG.match(line) if in_html else None
-        if underline or not line.strip() or (in_html and _TAG_AT_LINE_END.search(line)):
+        # In HTML, a line ending in a tag ends the text as a blank line does.
+        if underline or not line.strip() or (tag is not None and not line[tag.end() :].strip(" \t")):
             run_start, run = offset + len(line) + 1, []
         elif tag is not None:
             # Pandoc reads the text after a block tag as blocks of their own (`<div>`,
