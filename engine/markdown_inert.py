@@ -65,7 +65,7 @@ def inert_spans(
     paragraph's end at the latest). `code_at` says where a line may be a code block's,
     whose end tags markdown-it writes escaped.
     """
-    blank_lines = [match.start() for match in _BLANK_LINE.finditer(text)] if raw_html_at else []
+    blank_lines = [match.start() for match in _BLANK_LINE.finditer(text)]
 
     def in_markdown(start: int) -> bool:
         return raw_html_at is not None and not raw_html_at(start)
@@ -103,7 +103,7 @@ def inert_spans(
     doubt = False  # whether a code span in the paragraph may not be where it is read
     last_run_end = 0  # where the last backtick run read ends
     instruction_close = -1  # where the next `?>` starts (len(text): none)
-    code_spans = _BacktickRuns(text)
+    code_spans = _BacktickRuns(text, blank_lines)
     end_tags = _MarkdownEndTags(text, blank_lines, in_markdown, code_at)
     brackets: list[int] = []
     position = 0
@@ -201,10 +201,10 @@ class _BacktickRuns:
     paragraph, whatever lies between (escapes, tags, link destinations); the runs are
     found once, on the first question."""
 
-    def __init__(self, text: str) -> None:
+    def __init__(self, text: str, blank_lines: list[int]) -> None:
         self._text = text
         self._starts: dict[int, list[int]] | None = None  # run length -> where such runs start
-        self._blank_lines: list[int] = []
+        self._blank_lines = blank_lines
         self._breaks: list[int] = []  # where a line or a table cell may end
         self._all: list[int] | None = None  # where every run starts
 
@@ -214,7 +214,6 @@ class _BacktickRuns:
             self._starts = {}
             for run in _BACKTICK_RUN.finditer(self._text):
                 self._starts.setdefault(len(run.group()), []).append(run.start())
-            self._blank_lines = [found.start() for found in _BLANK_LINE.finditer(self._text)]
             self._breaks = [found.start() for found in _LINE_OR_CELL_END.finditer(self._text)]
         starts = self._starts.get(length, [])
         following = bisect_right(starts, opened_at)
