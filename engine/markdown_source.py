@@ -46,15 +46,16 @@ class SourceInert:
         for line in self.lines:
             self.line_starts.append(offset)
             offset += len(line) + 1
-        self.raw_html_lines, stripped_markers, self.code_lines = _raw_html_lines(self.lines)
+        kinds = _line_kinds(self.lines)
+        self.raw_html_lines, self.code_lines = kinds.raw_html, kinds.code
         self.places = inert_spans(source, self.in_raw_html, self.in_code)
         found = self.places.found
         lines = self.lines
-        if any(stripped_markers):
+        if any(kinds.stripped_markers):
             # A tag or bogus comment in a quote runs on over the next line's markers, which
             # markdown-it strips: in `> <?x` newline `> </section>`, the `>` that ends it
             # is the end tag's. Its places are read without those markers too.
-            lines = list(map(_without_quote_markers, lines, stripped_markers))
+            lines = list(map(_without_quote_markers, lines, kinds.stripped_markers))
             found = found + inert_spans("\n".join(lines), self.in_raw_html, self.in_code).found
         # A tag, attribute value or bogus comment left open at the end of an HTML block
         # runs on over the Markdown text after it as markdown-it writes it: in `<div
@@ -100,11 +101,11 @@ class SourceInert:
         return line < len(self.line_starts) and self._inside_earlier(self.line_starts[line])
 
     def in_raw_html(self, source_at: int) -> bool:
-        """Whether a source position is in an HTML block (see `_raw_html_lines`)."""
+        """Whether a source position is in an HTML block (see `_LineKinds.raw_html`)."""
         return self.raw_html_lines[bisect_right(self.line_starts, source_at) - 1]
 
     def in_code(self, source_at: int) -> bool:
-        """Whether a source position may be in a code block (see `_raw_html_lines`)."""
+        """Whether a source position may be in a code block (see `_LineKinds.code`)."""
         return self.code_lines[bisect_right(self.line_starts, source_at) - 1]
 
     def _inside_earlier(self, source_at: int) -> bool:
@@ -149,14 +150,24 @@ class SourceInert:
         return None if found < 0 else self.line_starts[line] + found
 
 
-def _raw_html_lines(lines: list[str]) -> tuple[list[bool], list[int], list[bool]]:
-    """Which lines are in an HTML block, as markdown-it starts and ends them (after quote
-    and list markers; fenced code is skipped): what a browser reads as HTML, tags and
-    scripts running on past blank lines. And how many of each line's leading quote
-    markers markdown-it strips: all of them, but on a line going on with an HTML block,
-    only as many as the block's first line had (`<div` newline `>` ends a tag). And which
-    lines may be code, written escaped: a fence's, and an HTML block's whose first line is
+@dataclass(frozen=True, slots=True)
+class _LineKinds:
+    """What markdown-it makes of each source line, as far as inert places go."""
+
+    raw_html: list[bool]
+    """In an HTML block, as markdown-it starts and ends them (after quote and list markers;
+    fenced code is skipped): what a browser reads as HTML, tags and scripts running on past
+    blank lines."""
+    stripped_markers: list[int]
+    """How many of the line's leading quote markers markdown-it strips: all of them, but on
+    a line going on with an HTML block, only as many as the block's first line had (`<div`
+    newline `>` ends a tag)."""
+    code: list[bool]
+    """May be code, written escaped: a fence's line, or an HTML block's whose first line is
     indented four columns (an indented code block, unless deep in a list item)."""
+
+
+def _line_kinds(lines: list[str]) -> _LineKinds:
     raw: list[bool] = []
     code: list[bool] = []
     html_indented = False
@@ -166,7 +177,7 @@ def _raw_html_lines(lines: list[str]) -> tuple[list[bool], list[int], list[bool]
     html_quotes = 0
     in_paragraph = False
     for written in lines:
-        quotes = _quote_marker_count(written)
+        quotes = _quotes_before(written, without_container_prefix(written))
         stripped_markers.append(quotes if html_end is None else min(quotes, html_quotes))
         line = written.expandtabs(4)
         after_prefix = without_container_prefix(line)
@@ -191,7 +202,7 @@ def _raw_html_lines(lines: list[str]) -> tuple[list[bool], list[int], list[bool]
             continue
         opened = _FENCE.match(after_prefix)
         if opened:
-            fence = _Fence(opened.group(1), line[: len(line) - len(after_prefix)].count(">"), len(line) - len(content))
+            fence = _Fence(opened.group(1), _quotes_before(line, after_prefix), len(line) - len(content))
             code[-1] = True
             raw.append(False)
             in_paragraph = False
@@ -206,11 +217,12 @@ def _raw_html_lines(lines: list[str]) -> tuple[list[bool], list[int], list[bool]
         if start is not None and (start[1].pattern == _UNTIL_BLANK_LINE or not start[1].search(content)):
             html_end = start[1]
             html_quotes = quotes
-    return raw, stripped_markers, code
+    return _LineKinds(raw, stripped_markers, code)
 
 
-def _quote_marker_count(line: str) -> int:
-    return line[: len(line) - len(without_container_prefix(line))].count(">")
+def _quotes_before(line: str, rest: str) -> int:
+    """How many quote markers `line` shows before `rest`, what is left of it after them."""
+    return line[: len(line) - len(rest)].count(">")
 
 
 def _without_quote_markers(line: str, count: int) -> str:
@@ -248,8 +260,7 @@ class _Fence:
     """Where its marker starts: in a list item, a line less indented ends the item."""
 
     def ended_by(self, line: str, after_prefix: str) -> bool:
-        quotes = line[: len(line) - len(after_prefix)].count(">")
-        if quotes < self.quotes:
+        if _quotes_before(line, after_prefix) < self.quotes:
             return True
         indentation = len(line) - len(line.lstrip(" "))
         return self.quotes == 0 and bool(line.strip()) and indentation < self.column
