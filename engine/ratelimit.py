@@ -1,9 +1,10 @@
 """The four rate limits of contract §5, on the `limits` library's async storage.
 
 Fixed windows: a counter per (limit, identity) that expires with its window, so the reset
-time reported to clients is exact. A window ends on a whole second (its first count plus
-the window, rounded up: never shorter than the limit says), so every response of the
-window reports the same reset second, however long its round trip to the storage took.
+time reported to clients is exact. The reset is reported as one whole second for every
+response of a window, however long its round trip to the storage took: on Redis the
+window ends on it (its first count plus the window, rounded up: never shorter than the
+limit says); in memory, whose windows end exactly, it is the next whole second.
 Counters are incremented atomically in the storage, which keeps counts exact across
 workers and hosts.
 
