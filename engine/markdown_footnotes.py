@@ -36,7 +36,10 @@ _ASCII_UNDERLINE = re.compile(r" {0,3}(=+|-+)[ \t]*$")
 _NESTED_LABELS = re.compile(rf"^(?:[ \t>]*{FOOTNOTE_LABEL.pattern})*[ \t>]*")
 
 # Labels of footnotes defined on a footnote's continuation line, after its indentation and quote markers.
-_INNER_LABELS = re.compile(rf"^([ \t>]*)(?:{FOOTNOTE_LABEL.pattern})+")
+_INNER_LABELS = re.compile(rf"^[ \t>]*(?:{FOOTNOTE_LABEL.pattern})+")
+
+# A line's leading space and quote markers.
+_INDENT_AND_MARKERS = re.compile(r"^[ \t>]*")
 
 # What opens a comment or a section that may be secret.
 _HIDING_PART = re.compile(r"%%|<!--|<section", re.IGNORECASE)
@@ -78,11 +81,8 @@ def footnote_rule(state: StateBlock, start_line: int, end_line: int, silent: boo
     # Pandoc reads blocks there. Its GM part is looked for after the labels and markers;
     # so it is on a continuation line defining another footnote (`    [^2]: ::: gm`).
     body = [_NESTED_LABELS.sub("", state.src[text_start : state.eMarks[start_line]], count=1)]
-    continuation = [_dedented(state, line) for line in lines[1:]]
-    body += [_INNER_LABELS.sub(r"\1", line, count=1) for line in continuation]
-    # One defining another on a continuation line is read at its margin too: the other
-    # is then read as a footnote of its own (`    [^2]: GM`, `        ===` is a heading there).
-    remark = _holds_gm_part(body) or any(_INNER_LABELS.match(line) for line in continuation)
+    body += _continuation_body(state, lines[1:])
+    remark = _holds_gm_part(body)
     if silent:
         # As a paragraph's terminator: a definition interrupts a paragraph to
         # markdown-it-footnote (`x`, `[^1]: ::: gm`), so one re-marked starts a block of
@@ -123,6 +123,29 @@ def _footnote_lines(state: StateBlock, start_line: int, end_line: int) -> list[i
             in_run = True
         line += 1
     return lines
+
+
+def _continuation_body(state: StateBlock, lines: list[int]) -> list[str]:
+    """A footnote's continuation lines, read at its margin, as the GM-part test sees them.
+
+    From a line defining another footnote on (`    [^2]: GM`), the lines are the inner
+    footnote's, which Pandoc reads a further four columns left at each depth: they are
+    taken without their labels and leading space or quote markers, so an inner GM part
+    (`        ===` under `    [^2]: GM`) is found at any depth, and an ordinary footnote
+    defining another stays as it is."""
+    body: list[str] = []
+    inner = False
+    for line in lines:
+        text = _dedented(state, line)
+        labels = _INNER_LABELS.match(text)
+        inner = inner or labels is not None
+        if labels is not None:
+            # The inner footnote starts a block of its own (no setext text runs into it).
+            body.append("")
+        if inner:
+            text = _INDENT_AND_MARKERS.sub("", text[labels.end() :] if labels else text, count=1)
+        body.append(text)
+    return body
 
 
 def _line_text(state: StateBlock, line: int) -> str:
