@@ -35,6 +35,12 @@ _ASCII_UNDERLINE = re.compile(r" {0,3}(=+|-+)[ \t]*$")
 # Labels of footnotes defined in a footnote's text, and the quote markers before them.
 _NESTED_LABELS = re.compile(rf"^(?:[ \t>]*{FOOTNOTE_LABEL.pattern})*[ \t>]*")
 
+# Labels of footnotes defined on a footnote's continuation line, after its indentation and quote markers.
+_INNER_LABELS = re.compile(rf"^[ \t>]*(?:{FOOTNOTE_LABEL.pattern})+")
+
+# A line's leading space and quote markers.
+_INDENT_AND_MARKERS = re.compile(r"^[ \t>]*")
+
 # What opens a comment or a section that may be secret.
 _HIDING_PART = re.compile(r"%%|<!--|<section", re.IGNORECASE)
 
@@ -59,8 +65,9 @@ def footnote_rule(state: StateBlock, start_line: int, end_line: int, silent: boo
     `[^1]: ::: {.gm}` a div). markdown-it, which knows no footnotes, reads a link
     reference definition, a paragraph or indented code; so the lines are re-marked to read
     as Pandoc does and the other rules take them from there. Ordinary footnotes are
-    left as they are. Never matches: it only moves the line marks."""
-    if silent or state.is_code_block(start_line):
+    left as they are. Never matches: it only moves the line marks; asked whether it would
+    end a paragraph, it answers whether the footnote holds a GM part."""
+    if state.is_code_block(start_line):
         return False
     start = state.bMarks[start_line] + state.tShift[start_line]
     label = FOOTNOTE_LABEL.match(state.src, start, state.eMarks[start_line])
@@ -71,10 +78,17 @@ def footnote_rule(state: StateBlock, start_line: int, end_line: int, silent: boo
     while (nested := FOOTNOTE_LABEL.match(state.src, text_start, state.eMarks[start_line])) is not None:
         text_start = nested.end()
     # A footnote's text may be another's definition (`[^1]: [^2]: ::: gm`), quoted or not:
-    # Pandoc reads blocks there. Its GM part is looked for after the labels and markers.
+    # Pandoc reads blocks there. Its GM part is looked for after the labels and markers;
+    # so it is on a continuation line defining another footnote (`    [^2]: ::: gm`).
     body = [_NESTED_LABELS.sub("", state.src[text_start : state.eMarks[start_line]], count=1)]
-    body += [_dedented(state, line) for line in lines[1:]]
-    if _holds_gm_part(body):
+    body += _continuation_body(state, lines[1:])
+    remark = _holds_gm_part(body)
+    if silent:
+        # As a paragraph's terminator: a definition interrupts a paragraph to
+        # markdown-it-footnote (`x`, `[^1]: ::: gm`), so one re-marked starts a block of
+        # its own, re-marked when it is read.
+        return remark
+    if remark:
         state.bMarks[start_line] = text_start
         state.tShift[start_line] = 0
         state.sCount[start_line] = state.blkIndent
@@ -100,14 +114,38 @@ def _footnote_lines(state: StateBlock, start_line: int, end_line: int) -> list[i
         if state.isEmpty(line):
             lines.append(line)
             in_run = False
-        elif (not in_run and indent < 4) or FOOTNOTE_LABEL.match(_line_text(state, line)):
-            # A run not indented four after a blank line, or another footnote's label, ends it.
+        elif indent < 4 and (not in_run or FOOTNOTE_LABEL.match(_line_text(state, line))):
+            # A run not indented four after a blank line, or another footnote's label, ends
+            # it; a label indented four is in its text (Pandoc's nested definition).
             break
         else:
             lines.append(line)
             in_run = True
         line += 1
     return lines
+
+
+def _continuation_body(state: StateBlock, lines: list[int]) -> list[str]:
+    """A footnote's continuation lines, read at its margin, as the GM-part test sees them.
+
+    From a line defining another footnote on (`    [^2]: GM`), the lines are the inner
+    footnote's, which Pandoc reads a further four columns left at each depth: they are
+    taken without their labels and leading space or quote markers, so an inner GM part
+    (`        ===` under `    [^2]: GM`) is found at any depth, and an ordinary footnote
+    defining another stays as it is."""
+    body: list[str] = []
+    inner = False
+    for line in lines:
+        text = _dedented(state, line)
+        labels = _INNER_LABELS.match(text)
+        inner = inner or labels is not None
+        if labels is not None:
+            # The inner footnote starts a block of its own (no setext text runs into it).
+            body.append("")
+        if inner:
+            text = _INDENT_AND_MARKERS.sub("", text[labels.end() :] if labels else text, count=1)
+        body.append(text)
+    return body
 
 
 def _line_text(state: StateBlock, line: int) -> str:

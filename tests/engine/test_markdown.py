@@ -510,6 +510,13 @@ class TestImagesAndPublicContent:
         ("raw", "expected"),
         cases(
             (
+                # Re-marked only when the inner one holds a GM part: this stays as
+                # markdown-it reads it (its label kept, the inner definition code).
+                "ordinary-footnote-defining-another",
+                "Pub[^1]\n\n[^1]: x\n    [^2]: y\n",
+                "Pub[^1]\n\n```\n[^2]: y\n```\n\n[^1]: x\n",
+            ),
+            (
                 "image-in-container",
                 "Before\n\n:::gm\n![CANARY1 alt](https://CANARY2.example/a.png)\n:::",
                 "Before\n",
