@@ -22,7 +22,7 @@ from dataclasses import dataclass
 from markdown_it.rules_block.html_block import HTML_SEQUENCES
 
 from engine.markdown_inert import InertSpans, InertTest, inert_spans
-from engine.markdown_text import without_container_prefix
+from engine.markdown_text import THEMATIC_BREAK, without_container_prefix
 
 # A position in a block's text -> the same position in the source, or None when unknown.
 SourcePosition = Callable[[int], int | None]
@@ -34,6 +34,11 @@ _LIST_MARKER_NOT_ONE = re.compile(r" {0,3}(?!0*1[.)])\d{1,9}[.)](?:[ \t]|$)")
 _INTERRUPTING_HTML_SEQUENCES = [sequence for sequence in HTML_SEQUENCES if sequence[2]]
 # What ends the HTML blocks that end at a blank line (markdown-it's `^$`).
 _UNTIL_BLANK_LINE = "^$"
+# A line that may be a block of its own, after which a line opening any tag starts an
+# HTML block: an ATX heading, a thematic break, a setext underline, a line starting
+# with `[` (maybe a link reference definition), or one indented four columns (maybe
+# indented code).
+_MAY_END_A_PARAGRAPH = re.compile(rf"#{{1,6}}(?:[ \t]|$)|{THEMATIC_BREAK}|=+[ \t]*$|-+[ \t]*$|\[")
 
 
 class SourceInert:
@@ -49,25 +54,50 @@ class SourceInert:
         kinds = _line_kinds(self.lines)
         self.raw_html_lines, self.code_lines = kinds.raw_html, kinds.code
         self.places = inert_spans(source, self.in_raw_html, self.in_code)
-        found = self.places.found
+        # A line opening a tag alone after one that may be a block of its own (`# H`,
+        # `***`, `[a]: /u`, a setext underline) may start an HTML block where the lines
+        # read as a paragraph's would go on with it (or go on with a lazy paragraph): the
+        # places are read both ways.
+        added = self._places_read_as(kinds, kinds) + self._places_read_as(
+            _line_kinds(self.lines, _MAY_END_A_PARAGRAPH), kinds
+        )
+        if added:
+            self.places = InertSpans(self.places.found + added)
+        self.inert = self.places.inert
+        self._last_positions: tuple[tuple[int, int, str], SourcePosition] | None = None
+
+    def _places_read_as(self, kinds: _LineKinds, read: _LineKinds) -> list[tuple[int, int]]:
+        """The inert places that reading the source's lines as `kinds` adds to those of
+        `self.places`, which are those of the reading `read` as the source stands."""
+        raw_html_lines, code_lines = kinds.raw_html, kinds.code
+        line_starts = self.line_starts
+
+        def in_raw_html(source_at: int) -> bool:
+            return raw_html_lines[bisect_right(line_starts, source_at) - 1]
+
+        def in_code(source_at: int) -> bool:
+            return code_lines[bisect_right(line_starts, source_at) - 1]
+
+        found: list[tuple[int, int]] = []
+        if kinds is not read:
+            if kinds.raw_html == read.raw_html and kinds.code == read.code:
+                return found
+            found = inert_spans("\n".join(self.lines), in_raw_html, in_code).found
         lines = self.lines
         if any(kinds.stripped_markers):
             # A tag or bogus comment in a quote runs on over the next line's markers, which
             # markdown-it strips: in `> <?x` newline `> </section>`, the `>` that ends it
             # is the end tag's. Its places are read without those markers too.
             lines = list(map(_without_quote_markers, lines, kinds.stripped_markers))
-            found = found + inert_spans("\n".join(lines), self.in_raw_html, self.in_code).found
+            found = found + inert_spans("\n".join(lines), in_raw_html, in_code).found
         # A tag, attribute value or bogus comment left open at the end of an HTML block
         # runs on over the Markdown text after it as markdown-it writes it: in `<div
         # title="x`, blank line, `a " b >`, `</section>`, the end tag is in the value.
         # Its places are read with what a browser does not see of that text too.
-        as_rendered = _as_rendered(lines, self.raw_html_lines)
+        as_rendered = _as_rendered(lines, raw_html_lines)
         if as_rendered != lines:
-            found = found + inert_spans("\n".join(as_rendered), self.in_raw_html, self.in_code).found
-        if found is not self.places.found:
-            self.places = InertSpans(found)
-        self.inert = self.places.inert
-        self._last_positions: tuple[tuple[int, int, str], SourcePosition] | None = None
+            found = found + inert_spans("\n".join(as_rendered), in_raw_html, in_code).found
+        return found
 
     def test_for(self, line_map: list[int] | None, text: str, own: InertTest) -> InertTest:
         """`own` (the text's own inert places), or else the source's, for a block's `text`
@@ -167,7 +197,10 @@ class _LineKinds:
     indented four columns (an indented code block, unless deep in a list item)."""
 
 
-def _line_kinds(lines: list[str]) -> _LineKinds:
+def _line_kinds(lines: list[str], paragraph_ends: re.Pattern[str] | None = None) -> _LineKinds:
+    """`paragraph_ends`: what, at a line's text, makes the line end its paragraph (or one
+    indented four columns: indented code), when a paragraph line is to be read as a block
+    of its own too."""
     raw: list[bool] = []
     code: list[bool] = []
     html_indented = False
@@ -214,6 +247,8 @@ def _line_kinds(lines: list[str]) -> _LineKinds:
         html_indented = len(after_prefix) - len(content) >= 4
         code[-1] = start is not None and html_indented
         in_paragraph = start is None and bool(content.strip())
+        if in_paragraph and paragraph_ends is not None and (html_indented or paragraph_ends.match(content)):
+            in_paragraph = False
         if start is not None and (start[1].pattern == _UNTIL_BLANK_LINE or not start[1].search(content)):
             html_end = start[1]
             html_quotes = quotes
