@@ -176,8 +176,8 @@ def _holds_gm_part(body: list[str]) -> bool:
     run: list[str] = []
     for line in body:
         underline = _ASCII_UNDERLINE.match(line)
-        texts = (" ".join(part.strip() for part in run), run[-1].strip()) if run else ()
-        if underline and any(map(is_gm_heading_text, texts)):
+        texts = (" ".join(part.strip() for part in run), run[-1].strip()) if run and underline else ()
+        if any(map(is_gm_heading_text, texts)):
             return True
         if underline or not line.strip():
             run = []
