@@ -159,19 +159,25 @@ def _dedented(state: StateBlock, line: int) -> str:
 
 def _holds_gm_part(body: list[str]) -> bool:
     """Whether a footnote's lines, read at its margin, open a GM container or hold a GM
-    heading (ATX, setext, or one that reads so only once look-alikes are folded)."""
+    heading (ATX, setext, or one that reads so only once look-alikes are folded); a
+    setext one's text is its paragraph's lines or the last of them alone."""
     if any(container_opener(line.lstrip(" \t")) for line in body):
         return True
     # A comment or secret section in a continuation line: code to markdown-it after a
     # definition (`[^1]: x`, `    %% GM %%`), hidden in the footnote to Obsidian and Pandoc.
     if any(_HIDING_PART.search(line) for line in body[1:]):
         return True
-    if gm_heading_line("\n".join(body)) is not None:
+    # A setext underline makes a GM heading of the line just above it alone too: in the
+    # footnote's text, read as blocks, another block may end the paragraph before it
+    # (`x`, `# Pub`, `GM`, `===`: a GM heading to markdown-it-footnote). Taken too often,
+    # it costs only the label: the lines re-marked, markdown-it reads them as they are.
+    if gm_heading_line("\n".join(body), after_any_line=True) is not None:
         return True
     run: list[str] = []
     for line in body:
         underline = _ASCII_UNDERLINE.match(line)
-        if run and underline and is_gm_heading_text(" ".join(part.strip() for part in run)):
+        texts = (" ".join(part.strip() for part in run), run[-1].strip()) if run and underline else ()
+        if any(map(is_gm_heading_text, texts)):
             return True
         if underline or not line.strip():
             run = []

@@ -90,7 +90,9 @@ def gm_stripping_plugin(md: MarkdownIt) -> None:
     md.options["inline_definitions"] = True
     dropped_parts_plugin(md)
     first_rule = md.block.ruler.get_all_rules()[0]
-    md.block.ruler.before(first_rule, "gm_footnote", footnote_rule, {"alt": ["paragraph", "reference"]})
+    # A footnote holding a GM part ends a table's rows or a quote's lazy lines too, as
+    # Pandoc's table ends at a line without a pipe (the rule only answers for those).
+    md.block.ruler.before(first_rule, "gm_footnote", footnote_rule, {"alt": ["paragraph", "reference", "blockquote"]})
     md.block.ruler.before(first_rule, "gm_container", _container_rule, {"alt": _INTERRUPTS})
     md.block.ruler.before(first_rule, "gm_section", _section_rule, {"alt": _INTERRUPTS})
     md.inline.ruler.at("backticks", _recording_backtick)
