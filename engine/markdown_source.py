@@ -35,10 +35,10 @@ _INTERRUPTING_HTML_SEQUENCES = [sequence for sequence in HTML_SEQUENCES if seque
 # What ends the HTML blocks that end at a blank line (markdown-it's `^$`).
 _UNTIL_BLANK_LINE = "^$"
 # A line that may be a block of its own, after which a line opening any tag starts an
-# HTML block: an ATX heading, a thematic break, a setext underline, a line starting
-# with `[` (maybe a link reference definition), or one indented four columns (maybe
-# indented code).
-_MAY_END_A_PARAGRAPH = re.compile(rf"#{{1,6}}(?:[ \t]|$)|{THEMATIC_BREAK}|=+[ \t]*$|-+[ \t]*$|\[")
+# HTML block: an ATX heading, a thematic break, a setext underline, or one indented four
+# columns (maybe indented code); and a paragraph's line starting with `[` or after one
+# (maybe a link reference definition, which may run over several lines: `in_definition`).
+_MAY_END_A_PARAGRAPH = re.compile(rf"#{{1,6}}(?:[ \t]|$)|{THEMATIC_BREAK}|=+[ \t]*$|-+[ \t]*$")
 
 
 class SourceInert:
@@ -209,6 +209,10 @@ def _line_kinds(lines: list[str], paragraph_ends: re.Pattern[str] | None = None)
     html_end: re.Pattern[str] | None = None
     html_quotes = 0
     in_paragraph = False
+    # In a run of paragraph lines starting with `[`: a link reference definition may run
+    # over several of them (`[a]:`, `/u`, `"title"`), and a line opening a tag after it
+    # starts an HTML block.
+    in_definition = False
     for written in lines:
         quotes = _quotes_before(written, without_container_prefix(written))
         stripped_markers.append(quotes if html_end is None else min(quotes, html_quotes))
@@ -238,7 +242,7 @@ def _line_kinds(lines: list[str], paragraph_ends: re.Pattern[str] | None = None)
             fence = _Fence(opened.group(1), _quotes_before(line, after_prefix), len(line) - len(content))
             code[-1] = True
             raw.append(False)
-            in_paragraph = False
+            in_paragraph = in_definition = False
             continue
         # A paragraph goes on over a line opening any other tag (`[r]:` newline `<u>`).
         openers = _INTERRUPTING_HTML_SEQUENCES if in_paragraph else HTML_SEQUENCES
@@ -247,8 +251,9 @@ def _line_kinds(lines: list[str], paragraph_ends: re.Pattern[str] | None = None)
         html_indented = len(after_prefix) - len(content) >= 4
         code[-1] = start is not None and html_indented
         in_paragraph = start is None and bool(content.strip())
-        if in_paragraph and paragraph_ends is not None and (html_indented or paragraph_ends.match(content)):
-            in_paragraph = False
+        in_definition = in_paragraph and (in_definition or content.startswith("["))
+        if in_paragraph and paragraph_ends is not None:
+            in_paragraph = not (html_indented or in_definition or paragraph_ends.match(content))
         if start is not None and (start[1].pattern == _UNTIL_BLANK_LINE or not start[1].search(content)):
             html_end = start[1]
             html_quotes = quotes
