@@ -35,10 +35,12 @@ _INTERRUPTING_HTML_SEQUENCES = [sequence for sequence in HTML_SEQUENCES if seque
 # What ends the HTML blocks that end at a blank line (markdown-it's `^$`).
 _UNTIL_BLANK_LINE = "^$"
 # A line that may be a block of its own, after which a line opening any tag starts an
-# HTML block: an ATX heading, a thematic break, a setext underline, or one indented four
-# columns (maybe indented code); and a paragraph's line starting with `[` or after one
-# (maybe a link reference definition, which may run over several lines: `in_definition`).
-_MAY_END_A_PARAGRAPH = re.compile(rf"#{{1,6}}(?:[ \t]|$)|{THEMATIC_BREAK}|=+[ \t]*$|-+[ \t]*$")
+# HTML block: an ATX heading, a thematic break, a setext underline, a container's opening
+# or closing line (`::: gm`, `:::`: a block to the container rule, markdown-it-container
+# and Pandoc, GM or not), or one indented four columns (maybe indented code); and a
+# paragraph's line starting with `[` or after one (maybe a link reference definition,
+# which may run over several lines: `in_definition`).
+_MAY_END_A_PARAGRAPH = re.compile(rf"#{{1,6}}(?:[ \t]|$)|{THEMATIC_BREAK}|=+[ \t]*$|-+[ \t]*$|:{{3}}")
 
 
 class SourceInert:
