@@ -34,6 +34,10 @@ _LIST_MARKER_NOT_ONE = re.compile(r" {0,3}(?!0*1[.)])\d{1,9}[.)](?:[ \t]|$)")
 _INTERRUPTING_HTML_SEQUENCES = [sequence for sequence in HTML_SEQUENCES if sequence[2]]
 # What ends the HTML blocks that end at a blank line (markdown-it's `^$`).
 _UNTIL_BLANK_LINE = "^$"
+# What a blank line holds to markdown-it: a line of a no-break space, a form feed or any
+# other Unicode space is text, which an HTML block goes on over, and which ends a fence
+# in a list item when less indented.
+_BLANK = " \t"
 # A line that may be a block of its own, after which a line opening any tag starts an
 # HTML block: an ATX heading, a thematic break, a setext underline, a container's opening
 # or closing line (`::: gm`, `:::`: a block to the container rule, markdown-it-container
@@ -231,7 +235,7 @@ def _line_kinds(lines: list[str], paragraph_ends: re.Pattern[str] | None = None)
             continue
         fence = None
         if html_end is not None:
-            if html_end.pattern == _UNTIL_BLANK_LINE and not content.strip():
+            if html_end.pattern == _UNTIL_BLANK_LINE and not content.strip(_BLANK):
                 html_end = None
                 raw.append(False)
                 continue
@@ -305,4 +309,4 @@ class _Fence:
         if _quotes_before(line, after_prefix) < self.quotes:
             return True
         indentation = len(line) - len(line.lstrip(" "))
-        return self.quotes == 0 and bool(line.strip()) and indentation < self.column
+        return self.quotes == 0 and bool(line.strip(_BLANK)) and indentation < self.column
