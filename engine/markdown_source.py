@@ -43,7 +43,9 @@ _BLANK = " \t"
 # or closing line (`::: gm`, `:::`: a block to the container rule, markdown-it-container
 # and Pandoc, GM or not), or one indented four columns (maybe indented code); and a
 # paragraph's line starting with `[` or after one (maybe a link reference definition,
-# which may run over several lines: `in_definition`).
+# which may run over several lines: `in_definition`), and a line holding a `|` in a quote
+# or list item (maybe a table's row: a table goes on over no lazy line, so a line out of
+# its quote or item starts a block of its own).
 _MAY_END_A_PARAGRAPH = re.compile(rf"#{{1,6}}(?:[ \t]|$)|{THEMATIC_BREAK}|=+[ \t]*$|-+[ \t]*$|:{{3}}")
 
 
@@ -259,7 +261,8 @@ def _line_kinds(lines: list[str], paragraph_ends: re.Pattern[str] | None = None)
         in_paragraph = start is None and bool(content.strip())
         in_definition = in_paragraph and (in_definition or content.startswith("["))
         if in_paragraph and paragraph_ends is not None:
-            in_paragraph = not (html_indented or in_definition or paragraph_ends.match(content))
+            in_row = "|" in content and len(content) < len(line)
+            in_paragraph = not (html_indented or in_definition or in_row or paragraph_ends.match(content))
         if start is not None and (start[1].pattern == _UNTIL_BLANK_LINE or not start[1].search(content)):
             html_end = start[1]
             html_quotes = quotes
