@@ -44,9 +44,11 @@ _BLANK = " \t"
 # and Pandoc, GM or not), or one indented four columns (maybe indented code); and a
 # paragraph's line starting with `[` or after one (maybe a link reference definition,
 # which may run over several lines: `in_definition`), and a line holding a `|` in a quote
-# or list item (maybe a table's row: a table goes on over no lazy line, so a line out of
-# its quote or item starts a block of its own).
-_MAY_END_A_PARAGRAPH = re.compile(rf"#{{1,6}}(?:[ \t]|$)|{THEMATIC_BREAK}|=+[ \t]*$|-+[ \t]*$|:{{3}}")
+# or list item or after one (maybe a table's row: a table goes on over no lazy line, so a
+# line out of its quote or item starts a block of its own: `in_row`); an empty list item.
+_MAY_END_A_PARAGRAPH = re.compile(
+    rf"#{{1,6}}(?:[ \t]|$)|{THEMATIC_BREAK}|=+[ \t]*$|(?:-+|[+*]|\d{{1,9}}[.)])[ \t]*$|:{{3}}"
+)
 
 
 class SourceInert:
@@ -221,6 +223,9 @@ def _line_kinds(lines: list[str], paragraph_ends: re.Pattern[str] | None = None)
     # over several of them (`[a]:`, `/u`, `"title"`), and a line opening a tag after it
     # starts an HTML block.
     in_definition = False
+    # In a run of paragraph lines in a quote or list item from one holding a `|`: maybe a
+    # table's rows (a body row needs no `|`), which no lazy line continues.
+    in_row = False
     for written in lines:
         quotes = _quotes_before(written, without_container_prefix(written))
         stripped_markers.append(quotes if html_end is None else min(quotes, html_quotes))
@@ -237,7 +242,10 @@ def _line_kinds(lines: list[str], paragraph_ends: re.Pattern[str] | None = None)
             continue
         fence = None
         if html_end is not None:
-            if html_end.pattern == _UNTIL_BLANK_LINE and not content.strip(_BLANK):
+            # Blank once the block's own quote markers are gone: under `<div>`, `> ` (an
+            # empty quote elsewhere) or `- ` is the block's text, as markdown-it reads it.
+            blank = not _without_quote_markers(written, stripped_markers[-1]).strip(_BLANK)
+            if html_end.pattern == _UNTIL_BLANK_LINE and blank:
                 html_end = None
                 raw.append(False)
                 continue
@@ -250,7 +258,7 @@ def _line_kinds(lines: list[str], paragraph_ends: re.Pattern[str] | None = None)
             fence = _Fence(opened.group(1), _quotes_before(line, after_prefix), len(line) - len(content))
             code[-1] = True
             raw.append(False)
-            in_paragraph = in_definition = False
+            in_paragraph = in_definition = in_row = False
             continue
         # A paragraph goes on over a line opening any other tag (`[r]:` newline `<u>`).
         openers = _INTERRUPTING_HTML_SEQUENCES if in_paragraph else HTML_SEQUENCES
@@ -259,9 +267,10 @@ def _line_kinds(lines: list[str], paragraph_ends: re.Pattern[str] | None = None)
         html_indented = len(after_prefix) - len(content) >= 4
         code[-1] = start is not None and html_indented
         in_paragraph = start is None and bool(content.strip())
-        in_definition = in_paragraph and (in_definition or content.startswith("["))
+        text_line = start is None and bool(content.strip(_BLANK))
+        in_definition = text_line and (in_definition or content.startswith("["))
+        in_row = text_line and len(content) < len(line) and (in_row or "|" in content)
         if in_paragraph and paragraph_ends is not None:
-            in_row = "|" in content and len(content) < len(line)
             in_paragraph = not (html_indented or in_definition or in_row or paragraph_ends.match(content))
         if start is not None and (start[1].pattern == _UNTIL_BLANK_LINE or not start[1].search(content)):
             html_end = start[1]
