@@ -34,11 +34,21 @@ _LIST_MARKER_NOT_ONE = re.compile(r" {0,3}(?!0*1[.)])\d{1,9}[.)](?:[ \t]|$)")
 _INTERRUPTING_HTML_SEQUENCES = [sequence for sequence in HTML_SEQUENCES if sequence[2]]
 # What ends the HTML blocks that end at a blank line (markdown-it's `^$`).
 _UNTIL_BLANK_LINE = "^$"
+# What a blank line holds to markdown-it: a line of a no-break space, a form feed or any
+# other Unicode space is text, which an HTML block goes on over, and which ends a fence
+# in a list item when less indented.
+_BLANK = " \t"
 # A line that may be a block of its own, after which a line opening any tag starts an
-# HTML block: an ATX heading, a thematic break, a setext underline, a line starting
-# with `[` (maybe a link reference definition), or one indented four columns (maybe
-# indented code).
-_MAY_END_A_PARAGRAPH = re.compile(rf"#{{1,6}}(?:[ \t]|$)|{THEMATIC_BREAK}|=+[ \t]*$|-+[ \t]*$|\[")
+# HTML block: an ATX heading, a thematic break, a setext underline, a container's opening
+# or closing line (`::: gm`, `:::`: a block to the container rule, markdown-it-container
+# and Pandoc, GM or not), or one indented four columns (maybe indented code); and a
+# paragraph's line starting with `[` or after one (maybe a link reference definition,
+# which may run over several lines: `in_definition`), and a line holding a `|` in a quote
+# or list item or after one (maybe a table's row: a table goes on over no lazy line, so a
+# line out of its quote or item starts a block of its own: `in_row`); an empty list item.
+_MAY_END_A_PARAGRAPH = re.compile(
+    rf"#{{1,6}}(?:[ \t]|$)|{THEMATIC_BREAK}|=+[ \t]*$|(?:-+|[+*]|\d{{1,9}}[.)])[ \t]*$|:{{3}}"
+)
 
 
 class SourceInert:
@@ -209,6 +219,13 @@ def _line_kinds(lines: list[str], paragraph_ends: re.Pattern[str] | None = None)
     html_end: re.Pattern[str] | None = None
     html_quotes = 0
     in_paragraph = False
+    # In a run of paragraph lines starting with `[`: a link reference definition may run
+    # over several of them (`[a]:`, `/u`, `"title"`), and a line opening a tag after it
+    # starts an HTML block.
+    in_definition = False
+    # In a run of paragraph lines in a quote or list item from one holding a `|`: maybe a
+    # table's rows (a body row needs no `|`), which no lazy line continues.
+    in_row = False
     for written in lines:
         quotes = _quotes_before(written, without_container_prefix(written))
         stripped_markers.append(quotes if html_end is None else min(quotes, html_quotes))
@@ -225,7 +242,10 @@ def _line_kinds(lines: list[str], paragraph_ends: re.Pattern[str] | None = None)
             continue
         fence = None
         if html_end is not None:
-            if html_end.pattern == _UNTIL_BLANK_LINE and not content.strip():
+            # Blank once the block's own quote markers are gone: under `<div>`, `> ` (an
+            # empty quote elsewhere) or `- ` is the block's text, as markdown-it reads it.
+            blank = not _without_quote_markers(written, stripped_markers[-1]).strip(_BLANK)
+            if html_end.pattern == _UNTIL_BLANK_LINE and blank:
                 html_end = None
                 raw.append(False)
                 continue
@@ -238,7 +258,7 @@ def _line_kinds(lines: list[str], paragraph_ends: re.Pattern[str] | None = None)
             fence = _Fence(opened.group(1), _quotes_before(line, after_prefix), len(line) - len(content))
             code[-1] = True
             raw.append(False)
-            in_paragraph = False
+            in_paragraph = in_definition = in_row = False
             continue
         # A paragraph goes on over a line opening any other tag (`[r]:` newline `<u>`).
         openers = _INTERRUPTING_HTML_SEQUENCES if in_paragraph else HTML_SEQUENCES
@@ -247,8 +267,11 @@ def _line_kinds(lines: list[str], paragraph_ends: re.Pattern[str] | None = None)
         html_indented = len(after_prefix) - len(content) >= 4
         code[-1] = start is not None and html_indented
         in_paragraph = start is None and bool(content.strip())
-        if in_paragraph and paragraph_ends is not None and (html_indented or paragraph_ends.match(content)):
-            in_paragraph = False
+        text_line = start is None and bool(content.strip(_BLANK))
+        in_definition = text_line and (in_definition or content.startswith("["))
+        in_row = text_line and len(content) < len(line) and (in_row or "|" in content)
+        if in_paragraph and paragraph_ends is not None:
+            in_paragraph = not (html_indented or in_definition or in_row or paragraph_ends.match(content))
         if start is not None and (start[1].pattern == _UNTIL_BLANK_LINE or not start[1].search(content)):
             html_end = start[1]
             html_quotes = quotes
@@ -298,4 +321,4 @@ class _Fence:
         if _quotes_before(line, after_prefix) < self.quotes:
             return True
         indentation = len(line) - len(line.lstrip(" "))
-        return self.quotes == 0 and bool(line.strip()) and indentation < self.column
+        return self.quotes == 0 and bool(line.strip(_BLANK)) and indentation < self.column
