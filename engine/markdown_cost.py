@@ -35,8 +35,10 @@ UNITS_PER_BYTE = 3
 # the quote's inner parse but not its scan, so the parse goes on from there and the next
 # quote line scans the rest of the run of non-blank lines again (time in n squared in
 # markdown-it-py's own blockquote rule: 8 KB of `> ---`, `x` lines took 1.8 s, about
-# 1.8 µs per line read again). Counted for a text of any size.
-UNITS_PER_QUOTE_RESCANNED_LINE = 3
+# 1.8 µs per line read again; an HTML block's line costs more, every block rule trying
+# it: 9.5 KB of `> <div>`, `<b title="` took 1.45 s, about 5.4 µs per line, where 100 KB
+# of ordinary Markdown took 0.2 s). Counted for a text of any size.
+UNITS_PER_QUOTE_RESCANNED_LINE = 6
 # The budget: a million units (about a second here) up to 100 KB, ten units a byte above.
 BASE_BUDGET_UNITS = 1_000_000
 BUDGET_UNITS_PER_BYTE = 10
