@@ -68,8 +68,14 @@ class SourceInert:
         # `***`, `[a]: /u`, a setext underline) may start an HTML block where the lines
         # read as a paragraph's would go on with it (or go on with a lazy paragraph): the
         # places are read both ways.
-        added = self._places_read_as(kinds, kinds) + self._places_read_as(
-            _line_kinds(self.lines, _MAY_END_A_PARAGRAPH), kinds
+        # An HTML block opened in a quote or list item ends, to markdown-it, at a line
+        # outside them (a lazy line, or one whose text starts left of the block's), which
+        # may then be Markdown text, its `"` no attribute's (`- <div>`, `<b title="`,
+        # `<div title=">`): read both ways too.
+        added = (
+            self._places_read_as(kinds, kinds)
+            + self._places_read_as(_line_kinds(self.lines, _MAY_END_A_PARAGRAPH), kinds)
+            + self._places_read_as(_line_kinds(self.lines, html_ends_outside=True), kinds)
         )
         if added:
             self.places = InertSpans(self.places.found + added)
@@ -207,10 +213,15 @@ class _LineKinds:
     indented four columns (an indented code block, unless deep in a list item)."""
 
 
-def _line_kinds(lines: list[str], paragraph_ends: re.Pattern[str] | None = None) -> _LineKinds:
+def _line_kinds(
+    lines: list[str], paragraph_ends: re.Pattern[str] | None = None, html_ends_outside: bool = False
+) -> _LineKinds:
     """`paragraph_ends`: what, at a line's text, makes the line end its paragraph (or one
     indented four columns: indented code), when a paragraph line is to be read as a block
-    of its own too."""
+    of its own too. `html_ends_outside`: whether an HTML block ending at a blank line ends
+    before a line that may stand outside the quote or list item it was opened in (fewer
+    quote markers, or text starting left of the block's first line's, once the block's
+    quote markers are gone); the other kinds already end there (engine/markdown_inert.py)."""
     raw: list[bool] = []
     code: list[bool] = []
     html_indented = False
@@ -218,6 +229,7 @@ def _line_kinds(lines: list[str], paragraph_ends: re.Pattern[str] | None = None)
     fence: _Fence | None = None
     html_end: re.Pattern[str] | None = None
     html_quotes = 0
+    html_column = 0
     in_paragraph = False
     # In a run of paragraph lines starting with `[`: a link reference definition may run
     # over several of them (`[a]:`, `/u`, `"title"`), and a line opening a tag after it
@@ -244,15 +256,25 @@ def _line_kinds(lines: list[str], paragraph_ends: re.Pattern[str] | None = None)
         if html_end is not None:
             # Blank once the block's own quote markers are gone: under `<div>`, `> ` (an
             # empty quote elsewhere) or `- ` is the block's text, as markdown-it reads it.
-            blank = not _without_quote_markers(written, stripped_markers[-1]).strip(_BLANK)
+            unquoted = _without_quote_markers(written, stripped_markers[-1])
+            blank = not unquoted.strip(_BLANK)
             if html_end.pattern == _UNTIL_BLANK_LINE and blank:
                 html_end = None
                 raw.append(False)
                 continue
-            raw.append(True)
-            if html_end.pattern != _UNTIL_BLANK_LINE and html_end.search(content):
-                html_end = None
-            continue
+            unquoted = unquoted.expandtabs(4)
+            if not (
+                html_ends_outside
+                and html_end.pattern == _UNTIL_BLANK_LINE
+                and not blank
+                and (quotes < html_quotes or len(unquoted) - len(unquoted.lstrip(" ")) < html_column)
+            ):
+                raw.append(True)
+                if html_end.pattern != _UNTIL_BLANK_LINE and html_end.search(content):
+                    html_end = None
+                continue
+            html_end = None
+            in_paragraph = False
         opened = _FENCE.match(after_prefix)
         if opened:
             fence = _Fence(opened.group(1), _quotes_before(line, after_prefix), len(line) - len(content))
@@ -275,6 +297,7 @@ def _line_kinds(lines: list[str], paragraph_ends: re.Pattern[str] | None = None)
         if start is not None and (start[1].pattern == _UNTIL_BLANK_LINE or not start[1].search(content)):
             html_end = start[1]
             html_quotes = quotes
+            html_column = len(line) - len(content)
     return _LineKinds(raw, stripped_markers, code)
 
 
