@@ -46,6 +46,8 @@ _HIDING_PART = re.compile(r"%%|<!--|<section", re.IGNORECASE)
 
 # The env key of the set of lines re-marked as a GM footnote's text.
 FOOTNOTE_LINES_ENV_KEY = "gm_footnote_lines"
+# And of its lazy lines (indented less than its text, so not re-marked).
+FOOTNOTE_LAZY_LINES_ENV_KEY = "gm_footnote_lazy_lines"
 
 
 def footnote_of(env: MutableMapping[str, Any], line_map: list[int] | None) -> int | None:
@@ -56,6 +58,21 @@ def footnote_of(env: MutableMapping[str, Any], line_map: list[int] | None) -> in
     if not isinstance(lines, dict) or line_map is None:
         return None
     return next((lines[line] for line in range(*line_map) if line in lines), None)
+
+
+def footnote_at(env: MutableMapping[str, Any], line: int) -> int | None:
+    """The first line of the GM footnote whose re-marked text a block starting at `line`
+    is in, if any."""
+    lines = env.get(FOOTNOTE_LINES_ENV_KEY)
+    return lines.get(line) if isinstance(lines, dict) else None
+
+
+def is_lazy_footnote_line(env: MutableMapping[str, Any], line: int) -> bool:
+    """Whether `line` is a lazy line of a GM footnote: indented less than its text, it is
+    paragraph text to markdown-it-footnote, never a setext underline (`[^1]: ## GM`,
+    `    x`, `===`), though it reads as one once the footnote's text is re-marked."""
+    lines = env.get(FOOTNOTE_LAZY_LINES_ENV_KEY)
+    return isinstance(lines, dict) and line in lines
 
 
 def footnote_rule(state: StateBlock, start_line: int, end_line: int, silent: bool) -> bool:
@@ -94,11 +111,16 @@ def footnote_rule(state: StateBlock, start_line: int, end_line: int, silent: boo
         state.sCount[start_line] = state.blkIndent
         # Each re-marked line, with the first line of its footnote.
         remarked = state.env.setdefault(FOOTNOTE_LINES_ENV_KEY, {})
+        lazy = state.env.setdefault(FOOTNOTE_LAZY_LINES_ENV_KEY, {})
         remarked[start_line] = start_line
         for line in lines[1:]:
-            if not state.isEmpty(line) and state.sCount[line] - state.blkIndent >= 4:
+            if state.isEmpty(line):
+                continue
+            if state.sCount[line] - state.blkIndent >= 4:
                 state.sCount[line] -= 4
                 remarked[line] = start_line
+            else:
+                lazy[line] = start_line
     return False
 
 

@@ -38,7 +38,7 @@ from engine.markdown_dropped import (
     dropped_parts_plugin,
     maybe_dropped_spans,
 )
-from engine.markdown_footnotes import footnote_of, footnote_rule, footnote_text
+from engine.markdown_footnotes import footnote_of, footnote_rule, footnote_text, is_lazy_footnote_line
 from engine.markdown_headings import (
     HtmlHeading,
     browser_heading_starts,
@@ -543,6 +543,11 @@ class _Stripper:
         """Whether a heading may end the cut as far as footnotes go: one in a GM footnote's
         text ends only a cut started in the same footnote."""
         footnote = footnote_of(self.state.env, token.map)
+        # Its underline a lazy line of a footnote (`[^1]: ## GM`, `    x`, `===`): paragraph
+        # text to markdown-it-footnote, so no heading ends the section there.
+        setext = token.markup in ("=", "-") and token.map is not None
+        if setext and token.map is not None and is_lazy_footnote_line(self.state.env, token.map[1] - 1):
+            return False
         return footnote is None or footnote == self.cut_footnote
 
     @property
