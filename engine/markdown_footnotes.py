@@ -48,6 +48,8 @@ _HIDING_PART = re.compile(r"%%|<!--|<section", re.IGNORECASE)
 FOOTNOTE_LINES_ENV_KEY = "gm_footnote_lines"
 # And of its lazy lines (indented less than its text, so not re-marked).
 FOOTNOTE_LAZY_LINES_ENV_KEY = "gm_footnote_lazy_lines"
+# And of the footnotes read by region rules: (line, margin, marks) -> (end, holds a GM part).
+_FOOTNOTES_ENV_KEY = "gm_footnotes_read"
 
 
 def footnote_of(env: MutableMapping[str, Any], line_map: list[int] | None) -> int | None:
@@ -73,6 +75,32 @@ def is_lazy_footnote_line(env: MutableMapping[str, Any], line: int) -> bool:
     `    x`, `===`), though it reads as one once the footnote's text is re-marked."""
     lines = env.get(FOOTNOTE_LAZY_LINES_ENV_KEY)
     return isinstance(lines, dict) and line in lines
+
+
+def gm_footnotes_in(state: StateBlock, first_line: int, last_line: int, end_line: int) -> list[tuple[int, int]]:
+    """The GM footnotes (first line, line after their last) starting at the block's margin
+    on the lines after `first_line` up to `last_line`: a region's block rule reads them
+    before they are re-marked, and a closer in one ends no region opened before it. Each
+    footnote is read once a parse (its lines are cached in the env)."""
+    known = state.env.setdefault(_FOOTNOTES_ENV_KEY, {})
+    found: list[tuple[int, int]] = []
+    line = first_line + 1
+    while line < last_line:
+        key = (line, state.blkIndent, state.bMarks[line], state.sCount[line])
+        footnote = known.get(key)
+        if footnote is None and not state.is_code_block(line) and FOOTNOTE_LABEL.match(_line_text(state, line)):
+            lines = _footnote_lines(state, line, end_line)
+            label = FOOTNOTE_LABEL.match(_line_text(state, line))
+            assert label is not None
+            first = _NESTED_LABELS.sub("", _line_text(state, line)[label.end() :], count=1)
+            footnote = known[key] = (lines[-1] + 1, _holds_gm_part([first, *_continuation_body(state, lines[1:])]))
+        if footnote is None:
+            line += 1
+            continue
+        if footnote[1]:
+            found.append((line, footnote[0]))
+        line = footnote[0]
+    return found
 
 
 def footnote_rule(state: StateBlock, start_line: int, end_line: int, silent: bool) -> bool:
