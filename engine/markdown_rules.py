@@ -599,10 +599,8 @@ class _Stripper:
         let them go when they end; what the footnote opened and left open goes on."""
         if footnote == self.footnote:
             return
-        self.stack = [
-            replace(frame, held=footnote is not None) if frame.held != (footnote is not None) else frame
-            for frame in self.stack
-        ]
+        held = footnote is not None
+        self.stack = [frame if frame.held == held else replace(frame, held=held) for frame in self.stack]
         self.footnote = footnote
 
     @property
