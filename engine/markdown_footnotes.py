@@ -16,7 +16,7 @@ from markdown_it.rules_block import StateBlock
 
 from engine.markdown_headings import gm_heading_line, is_gm_heading_text
 from engine.markdown_regions import container_opener
-from engine.markdown_text import FOOTNOTE_LABEL
+from engine.markdown_text import CONTAINER_PREFIX, FOOTNOTE_LABEL, without_container_prefix
 
 # A footnote definition's label after the quote markers before it.
 _QUOTED_FOOTNOTE_LABEL = re.compile(rf"^([ \t>]*){FOOTNOTE_LABEL.pattern}")
@@ -38,6 +38,9 @@ _NESTED_LABELS = re.compile(rf"^(?:[ \t>]*{FOOTNOTE_LABEL.pattern})*[ \t>]*")
 # Labels of footnotes defined on a footnote's continuation line, after its indentation and quote markers.
 _INNER_LABELS = re.compile(rf"^[ \t>]*(?:{FOOTNOTE_LABEL.pattern})+")
 
+# A footnote definition's label after quote or list markers (`> [^1]: ::: gm`).
+_PREFIXED_LABEL = re.compile(rf"{CONTAINER_PREFIX.pattern}{FOOTNOTE_LABEL.pattern}")
+
 # A line's leading space and quote markers.
 _INDENT_AND_MARKERS = re.compile(r"^[ \t>]*")
 
@@ -46,6 +49,10 @@ _HIDING_PART = re.compile(r"%%|<!--|<section", re.IGNORECASE)
 
 # The env key of the set of lines re-marked as a GM footnote's text.
 FOOTNOTE_LINES_ENV_KEY = "gm_footnote_lines"
+# And of its lazy lines (indented less than its text, so not re-marked).
+FOOTNOTE_LAZY_LINES_ENV_KEY = "gm_footnote_lazy_lines"
+# And of the footnotes read by region rules: (line, margin, marks) -> (end, holds a GM part).
+_FOOTNOTES_ENV_KEY = "gm_footnotes_read"
 
 
 def footnote_of(env: MutableMapping[str, Any], line_map: list[int] | None) -> int | None:
@@ -56,6 +63,73 @@ def footnote_of(env: MutableMapping[str, Any], line_map: list[int] | None) -> in
     if not isinstance(lines, dict) or line_map is None:
         return None
     return next((lines[line] for line in range(*line_map) if line in lines), None)
+
+
+def footnote_at(env: MutableMapping[str, Any], line: int) -> int | None:
+    """The first line of the GM footnote whose re-marked text a block starting at `line`
+    is in, if any."""
+    lines = env.get(FOOTNOTE_LINES_ENV_KEY)
+    return lines.get(line) if isinstance(lines, dict) else None
+
+
+def is_lazy_footnote_line(env: MutableMapping[str, Any], line: int) -> bool:
+    """Whether `line` is a lazy line of a GM footnote: indented less than its text, it is
+    paragraph text to markdown-it-footnote, never a setext underline (`[^1]: ## GM`,
+    `    x`, `===`), though it reads as one once the footnote's text is re-marked."""
+    lines = env.get(FOOTNOTE_LAZY_LINES_ENV_KEY)
+    return isinstance(lines, dict) and line in lines
+
+
+def gm_footnotes_in(state: StateBlock, first_line: int, last_line: int, end_line: int) -> list[tuple[int, int]]:
+    """The GM footnotes (first line, line after their last) starting at the block's margin
+    on the lines after `first_line` up to `last_line`: a region's block rule reads them
+    before they are re-marked, and a closer in one ends no region opened before it. Each
+    footnote is read once a parse (its lines are cached in the env)."""
+    found: list[tuple[int, int]] = []
+    line = first_line + 1
+    if line >= last_line or "[^" not in state.src[state.bMarks[line] : state.eMarks[last_line - 1]]:
+        return found
+    known = state.env.setdefault(_FOOTNOTES_ENV_KEY, {})
+    while line < last_line:
+        text = _line_text(state, line)
+        if "[^" not in text:
+            line += 1
+            continue
+        key = (line, state.blkIndent, state.bMarks[line], state.sCount[line])
+        footnote = known.get(key)
+        if footnote is None and not state.is_code_block(line) and (label := FOOTNOTE_LABEL.match(text)):
+            lines = _footnote_lines(state, line, end_line)
+            first = _NESTED_LABELS.sub("", text[label.end() :], count=1)
+            footnote = known[key] = (lines[-1] + 1, _holds_gm_part([first, *_continuation_body(state, lines[1:])]))
+        elif footnote is None and not state.is_code_block(line) and _PREFIXED_LABEL.match(text):
+            footnote = known[key] = _nested_footnote(state, line, end_line)
+        if footnote is None:
+            line += 1
+            continue
+        if footnote[1]:
+            found.append((line, footnote[0]))
+        line = footnote[0]
+    return found
+
+
+def _nested_footnote(state: StateBlock, start_line: int, end_line: int) -> tuple[int, bool]:
+    """The end of a footnote defined after quote or list markers (`> [^1]: ::: gm`), and
+    whether it holds a GM part, taken wide: it runs on over its first run of lines and
+    then over lines in a quote or indented past the margin, up to another footnote's
+    label, and its lines are read without their markers and indentation."""
+    body = [_NESTED_LABELS.sub("", without_container_prefix(_line_text(state, start_line)), count=1)]
+    line, in_run = start_line + 1, True
+    while line < end_line:
+        text = _line_text(state, line)
+        if state.isEmpty(line):
+            in_run = False
+        elif FOOTNOTE_LABEL.match(text) or _PREFIXED_LABEL.match(text):
+            break  # another footnote's (so each line is read for one footnote only)
+        elif not in_run and state.sCount[line] <= state.blkIndent and not text.startswith(">"):
+            break
+        body.append(without_container_prefix(text).lstrip(" \t"))
+        line += 1
+    return line, _holds_gm_part(body)
 
 
 def footnote_rule(state: StateBlock, start_line: int, end_line: int, silent: bool) -> bool:
@@ -94,11 +168,16 @@ def footnote_rule(state: StateBlock, start_line: int, end_line: int, silent: boo
         state.sCount[start_line] = state.blkIndent
         # Each re-marked line, with the first line of its footnote.
         remarked = state.env.setdefault(FOOTNOTE_LINES_ENV_KEY, {})
+        lazy = state.env.setdefault(FOOTNOTE_LAZY_LINES_ENV_KEY, {})
         remarked[start_line] = start_line
         for line in lines[1:]:
-            if not state.isEmpty(line) and state.sCount[line] - state.blkIndent >= 4:
+            if state.isEmpty(line):
+                continue
+            if state.sCount[line] - state.blkIndent >= 4:
                 state.sCount[line] -= 4
                 remarked[line] = start_line
+            else:
+                lazy[line] = start_line
     return False
 
 

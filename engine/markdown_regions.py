@@ -160,6 +160,9 @@ class Frame:
     # closes alike, so a reader that took that one for a closer and one that did not
     # disagree about every `%%` after it; the comment runs to the end of the document.
     unending: bool = False
+    # Opened before the GM footnote whose text is being scanned (engine.markdown_footnotes):
+    # that text is out of the document's flow, and no closer in it ends the region.
+    held: bool = False
     # The nested `<section>` tags of a section opened in the text being scanned and still
     # open, innermost first: an end tag is judged against the innermost one's place. (A
     # linked list: nesting thousands deep stays linear.)
@@ -551,7 +554,7 @@ class _Scanner:
 
     def _inert(self, closer_at: int) -> bool:
         """Whether a closer of the innermost region might not be markup."""
-        return self.options.inert(closer_at, self.stack[-1].opened_at)
+        return self.stack[-1].held or self.options.inert(closer_at, self.stack[-1].opened_at)
 
     def _escaped(self, position: int) -> bool:
         return self.options.escapes and escaped(self.text, position)
@@ -593,6 +596,7 @@ class _Scanner:
                 closer = _container_closer(without_container_prefix(stripped))
                 surely_markup = not self._inert(position + len(line) - len(stripped))
                 closes = closer is not None and _closes(closer, stripped, self._depth_at(position) + around, below)
+                closes = closes and not below.held
                 if closes and indent <= 3 and surely_markup:
                     del self.stack[-2]
                     return after
@@ -849,7 +853,7 @@ class _Scanner:
 
     def _not_an_end_tag(self, at: int, section: Frame) -> bool:
         """Whether an end tag at `at` might not be markup, or is not rendered, for `section`."""
-        return self._inert(at) or self.options.unrendered(at, _innermost_tag(section))
+        return section.held or self._inert(at) or self.options.unrendered(at, _innermost_tag(section))
 
     def _end_tag_rest(self, match: re.Match[str]) -> re.Match[str] | None:
         """The rest of the end tag whose name `match` is, up to its `>`; None when there is

@@ -38,7 +38,14 @@ from engine.markdown_dropped import (
     dropped_parts_plugin,
     maybe_dropped_spans,
 )
-from engine.markdown_footnotes import footnote_of, footnote_rule, footnote_text
+from engine.markdown_footnotes import (
+    footnote_at,
+    footnote_of,
+    footnote_rule,
+    footnote_text,
+    gm_footnotes_in,
+    is_lazy_footnote_line,
+)
 from engine.markdown_headings import (
     HtmlHeading,
     browser_heading_starts,
@@ -182,8 +189,12 @@ class _BlockScan:
 
 def _scan_block(state: StateBlock, lines: _BlockLines, stack: list[Frame], start: int, end_line: int) -> _BlockScan:
     while True:
+        footnotes = gm_footnotes_in(state, lines.first_line, lines.end_line, end_line)
         options = ScanOptions(
-            fences=True, stop_when_closed=True, inert=lines.inert_test(state), unrendered=lines.unrendered_test(state)
+            fences=True,
+            stop_when_closed=True,
+            inert=_held_in_footnotes(lines, footnotes, lines.inert_test(state)),
+            unrendered=lines.unrendered_test(state),
         )
         result = scan(lines.text, stack, options, start=start)
         if result.stopped_at is not None or lines.end_line >= end_line:
@@ -193,6 +204,31 @@ def _scan_block(state: StateBlock, lines: _BlockLines, stack: list[Frame], start
         # and a scan resumed at the next line would see only its `>`. The chunks grow
         # geometrically, so all the scans together cost a small multiple of the last one.
         lines = _BlockLines.read(state, lines.first_line, min(end_line, lines.first_line + 3 * len(lines.offsets)))
+
+
+def _held_in_footnotes(lines: _BlockLines, footnotes: list[tuple[int, int]], inert: InertTest) -> InertTest:
+    """`inert`, and a closer in a GM footnote's text (engine.markdown_footnotes) of a
+    region opened before the footnote: the text is out of the document's flow to Pandoc
+    and markdown-it-footnote (`<section class="secret">`, blank line, `[^1]: ::: gm`,
+    then `    </section>` ends no section)."""
+    if not footnotes:
+        return inert
+    spans = [
+        (
+            lines.offsets[start - lines.first_line],
+            lines.offsets[end - lines.first_line] if end < lines.end_line else len(lines.text),
+        )
+        for start, end in footnotes
+    ]
+    starts = [start for start, _ in spans]
+
+    def held(at: int, opened_at: int) -> bool:
+        index = bisect_right(starts, at) - 1
+        if index >= 0 and at < spans[index][1] and opened_at < spans[index][0]:
+            return True
+        return inert(at, opened_at)
+
+    return held
 
 
 def _first_lines(state: StateBlock, start_line: int, end_line: int) -> _BlockLines:
@@ -473,6 +509,10 @@ class _Stripper:
         # The block being read, and the GM footnote the cut started in (None: the document).
         self.token_map: list[int] | None = None
         self.cut_footnote: int | None = None
+        # The GM footnote whose re-marked text is being read: its content is out of the
+        # document's flow to Pandoc and markdown-it-footnote, so the regions open before
+        # its blocks are held there (a closer in it closes only what it opened itself).
+        self.footnote: int | None = None
         # Quotes and list items open around the block being read, and the fewest around
         # the GM headings of the cut: a heading nested deeper (a handout quoted under
         # `## GM`) ends nothing.
@@ -498,6 +538,8 @@ class _Stripper:
         references: dict[str, dict[str, Any]] = {}
         for index, token in enumerate(tokens):
             self.token_map = token.map
+            if token.map is not None:
+                self._follow_footnote(footnote_at(self.state.env, token.map[0]))
             if not self._keep(token, tokens[index - 1] if index else None):
                 continue
             if self.open_heading is not None and token is not self.open_heading.token and token.nesting == 0:
@@ -509,6 +551,7 @@ class _Stripper:
                 references.setdefault(meta["id"], {"title": meta["title"], "href": meta["url"], "map": token.map})
                 continue
             kept.append(token)
+        self._follow_footnote(None)
         self.state.env["references"] = references
         self.state.env.pop("duplicate_refs", None)
         # An HTML block may have lost all of its text after it was kept, and blocks after it
@@ -543,7 +586,22 @@ class _Stripper:
         """Whether a heading may end the cut as far as footnotes go: one in a GM footnote's
         text ends only a cut started in the same footnote."""
         footnote = footnote_of(self.state.env, token.map)
+        # Its underline a lazy line of a footnote (`[^1]: ## GM`, `    x`, `===`): paragraph
+        # text to markdown-it-footnote, so no heading ends the section there.
+        setext = token.markup in ("=", "-") and token.map is not None
+        if setext and token.map is not None and is_lazy_footnote_line(self.state.env, token.map[1] - 1):
+            return False
         return footnote is None or footnote == self.cut_footnote
+
+    def _follow_footnote(self, footnote: int | None) -> None:
+        """Hold the open regions when the blocks of a GM footnote's text start (`[^1]:
+        ::: gm`, then `    </section>` closes no section opened before the footnote), and
+        let them go when they end; what the footnote opened and left open goes on."""
+        if footnote == self.footnote:
+            return
+        held = footnote is not None
+        self.stack = [frame if frame.held == held else replace(frame, held=held) for frame in self.stack]
+        self.footnote = footnote
 
     @property
     def _hidden(self) -> bool:

@@ -88,17 +88,17 @@ def quote_marker_count(line: str) -> int:
 
 # Lines of a quote or list item: a fence there hides closers as much as at the left margin.
 _CONTAINER_MARKER = re.compile(r">|[-+*]|\d{1,9}[.)]")
-_CONTAINER_PREFIX = re.compile(r"(?:[ \t]{0,3}(?:>|[-+*](?=[ \t])|\d{1,9}[.)](?=[ \t]))[ \t]?)+")
+CONTAINER_PREFIX = re.compile(r"(?:[ \t]{0,3}(?:>|[-+*](?=[ \t])|\d{1,9}[.)](?=[ \t]))[ \t]?)+")
 
 
 def without_container_prefix(line: str) -> str:
     """`line` without the quote and list markers that start it."""
-    prefix = _CONTAINER_PREFIX.match(line)
+    prefix = CONTAINER_PREFIX.match(line)
     return line[prefix.end() :] if prefix else line
 
 
 def container_marker_count(line: str) -> int:
     """How many quote and list markers start `line`: how deep in quotes and list items of
     the text being read it stands."""
-    prefix = _CONTAINER_PREFIX.match(line)
+    prefix = CONTAINER_PREFIX.match(line)
     return len(_CONTAINER_MARKER.findall(prefix.group())) if prefix else 0
