@@ -696,7 +696,12 @@ class _Stripper:
     def _raw_options(self, token: Token, text: str) -> ScanOptions:
         """How to scan a block's `text` as written, its closers judged in the whole source too."""
         own = _inert_test(text, raw_html=token.type == "html_block")
-        return ScanOptions(fences=True, inert=self.source_inert.test_for(token.map, text, own), depth=self.depth)
+        return ScanOptions(
+            fences=True,
+            inert=self.source_inert.test_for(token.map, text, own),
+            depth=self.depth,
+            raw_html=token.type == "html_block",
+        )
 
     def _in_earlier(self, token: Token) -> bool:
         """Whether a block starts inside an attribute value, raw text or the like opened
