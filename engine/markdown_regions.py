@@ -32,6 +32,7 @@ The rules, chosen so that an author's hidden note never shows up:
 from __future__ import annotations
 
 import re
+import sys
 from bisect import bisect_right
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
@@ -228,6 +229,9 @@ class ScanOptions:
     # opened in it is `raw` (see `Frame`), and its `-->` in a later text that is not an
     # HTML block's ends it only where markdown-it writes it raw too.
     raw_html: bool = False
+    # Where that raw HTML ends in the text (the rest of a secret section's closing line
+    # re-read as a block of its own: to its first blank line); the text after is not.
+    raw_html_end: int = sys.maxsize
 
 
 @dataclass(frozen=True, slots=True)
@@ -562,12 +566,16 @@ class _Scanner:
             return True
         return self._inert(found) and (closer != "-->" or self._inert(found + len(closer)))
 
+    def _raw_at(self, position: int) -> bool:
+        """Whether markdown-it writes the text at `position` raw, as HTML."""
+        return self.options.raw_html and position < self.options.raw_html_end
+
     def _written_raw(self, found: int, closer: str) -> bool:
         """Whether a comment's closer at `found` ends it for a browser: an HTML comment
         opened in an HTML block (`raw`) ends at no `-->` that markdown-it writes escaped,
         in a text that is not an HTML block's, unless an inline comment of that text
         (markdown-it writes it raw) ends there: `x <!-- y --> z` in a paragraph."""
-        if closer != "-->" or not self.stack[-1].raw or self.options.raw_html:
+        if closer != "-->" or not self.stack[-1].raw or self._raw_at(found):
             return True
         if not self.options.escapes:
             return False  # code, a definition, dropped text: never written raw
@@ -807,7 +815,7 @@ class _Scanner:
 
     def _open_html_comment(self, start: int) -> int:
         # `<!-->` and `<!--->` are complete (empty) comments in HTML and CommonMark.
-        comment = Frame(FrameKind.HTML_COMMENT, raw=self.options.raw_html)
+        comment = Frame(FrameKind.HTML_COMMENT, raw=self._raw_at(start))
         for empty in ("<!-->", "<!--->"):
             if self.text.startswith(empty, start):
                 self._push(comment, start)
@@ -828,7 +836,7 @@ class _Scanner:
             if closer == "%%":
                 self.stack[-1] = replace(self.stack[-1], unending=True)
             else:
-                if self.options.raw_html and self.stack[-1].raw:
+                if self._raw_at(found) and self.stack[-1].raw:
                     # A reader that takes this one for no closer (in a code span) is not
                     # markdown-it, whose HTML block ends with its line (`<!--`, then
                     # x `-->` y): that reader's blocks after it are not markdown-it's.
