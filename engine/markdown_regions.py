@@ -32,6 +32,7 @@ The rules, chosen so that an author's hidden note never shows up:
 from __future__ import annotations
 
 import re
+import sys
 from bisect import bisect_right
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
@@ -181,6 +182,10 @@ class Frame:
     # A fence's list items, those surely holding its opening line by the raw lines'
     # indentation: a line indented out of the innermost ends the item, and the fence in it.
     items: int = 0
+    # An HTML comment opened in an HTML block's text, which markdown-it writes raw: a
+    # browser reads it on to the first `-->` written raw, past a `-->` in Markdown text
+    # after the block (`- <!--`, then `x`, `--> CANARY`: markdown-it writes `--&gt;`).
+    raw: bool = False
 
 
 @dataclass(frozen=True, slots=True)
@@ -220,6 +225,13 @@ class ScanOptions:
     # block's depth, but as written they stand at none, so a closer there closes as one
     # outside the quotes and list items would.
     lazy_lines: frozenset[int] = frozenset()
+    # Whether the text is an HTML block's, which markdown-it writes as it stands: a comment
+    # opened in it is `raw` (see `Frame`), and its `-->` in a later text that is not an
+    # HTML block's ends it only where markdown-it writes it raw too.
+    raw_html: bool = False
+    # Where that raw HTML ends in the text (the rest of a secret section's closing line
+    # re-read as a block of its own: to its first blank line); the text after is not.
+    raw_html_end: int = sys.maxsize
 
 
 @dataclass(frozen=True, slots=True)
@@ -407,6 +419,8 @@ class _Scanner:
         # Whether a line of that block stood outside where it opened: markdown-it may have
         # ended it there, so the block is no longer surely one until it ends (hiding more).
         self.html_block_unsure = False
+        # Where the search for the opener of an inline comment a `-->` may end starts.
+        self.inline_comment_from = 0
 
     def run(self, start: int) -> ScanResult:
         text = self.text
@@ -551,6 +565,30 @@ class _Scanner:
         if closer == "-->" and _ends_autolink(self.text, found):
             return True
         return self._inert(found) and (closer != "-->" or self._inert(found + len(closer)))
+
+    def _raw_at(self, position: int) -> bool:
+        """Whether markdown-it writes the text at `position` raw, as HTML."""
+        return self.options.raw_html and position < self.options.raw_html_end
+
+    def _written_raw(self, found: int, closer: str) -> bool:
+        """Whether a comment's closer at `found` ends it for a browser: an HTML comment
+        opened in an HTML block (`raw`) ends at no `-->` that markdown-it writes escaped,
+        in a text that is not an HTML block's, unless an inline comment of that text
+        (markdown-it writes it raw) ends there: `x <!-- y --> z` in a paragraph."""
+        if closer != "-->" or not self.stack[-1].raw or self._raw_at(found):
+            return True
+        if not self.options.escapes:
+            return False  # code, a definition, dropped text: never written raw
+        # An inline comment holds no `-->`: its opener comes after the last one looked at.
+        searched_from, self.inline_comment_from = self.inline_comment_from, found + 1
+        opener = self.text.rfind("<!--", searched_from, found + 2)
+        return (
+            opener >= 0
+            and _INLINE_COMMENT.fullmatch(self.text, opener, found + len(closer)) is not None
+            and self._code_end(opener) is None
+            and not self._escaped(opener)
+            and not self.options.inert(opener, -1)
+        )
 
     def _inert(self, closer_at: int) -> bool:
         """Whether a closer of the innermost region might not be markup."""
@@ -777,11 +815,12 @@ class _Scanner:
 
     def _open_html_comment(self, start: int) -> int:
         # `<!-->` and `<!--->` are complete (empty) comments in HTML and CommonMark.
+        comment = Frame(FrameKind.HTML_COMMENT, raw=self._raw_at(start))
         for empty in ("<!-->", "<!--->"):
             if self.text.startswith(empty, start):
-                self._push(Frame(FrameKind.HTML_COMMENT), start)
+                self._push(comment, start)
                 return self._pop(start + len(empty))
-        self._push(Frame(FrameKind.HTML_COMMENT), start)
+        self._push(comment, start)
         return start + len("<!--")
 
     def _find_closer(self, position: int, closer: str) -> int:
@@ -792,11 +831,16 @@ class _Scanner:
             if found < 0:
                 return limit
             span_end = self._code_end(found)
-            if span_end is None and not self._inert_comment_closer(found, closer):
+            if span_end is None and not self._inert_comment_closer(found, closer) and self._written_raw(found, closer):
                 return self._pop(found + len(closer))
             if closer == "%%":
                 self.stack[-1] = replace(self.stack[-1], unending=True)
             else:
+                if self._raw_at(found) and self.stack[-1].raw:
+                    # A reader that takes this one for no closer (in a code span) is not
+                    # markdown-it, whose HTML block ends with its line (`<!--`, then
+                    # x `-->` y): that reader's blocks after it are not markdown-it's.
+                    self.stack[-1] = replace(self.stack[-1], raw=False)
                 position = found + 1 if span_end is None else span_end
         return limit
 
@@ -1009,6 +1053,10 @@ def _innermost_tag(section: Frame) -> int:
     if section.inner_tags is not None:
         return section.inner_tags[0]
     return -1 if section.size > 1 else section.opened_at
+
+
+# An HTML comment in inline Markdown, as markdown-it finds one (markdown_it.common.html_re).
+_INLINE_COMMENT = re.compile(r"<!---?>|<!--(?:[^-]|-[^-]|--[^>])*-->")
 
 
 # A URI autolink up to its last character before `>` (CommonMark: a scheme of 2 to 32

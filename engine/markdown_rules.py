@@ -78,6 +78,9 @@ from engine.markdown_text import QUOTE_PREFIX, without_container_prefix
 REMOVED_BLOCK = "gm_removed_block"
 _CODE_SPANS_ENV_KEY = "gm_code_spans"
 _SOURCE_INERT_ENV_KEY = "gm_source_inert"
+_SECTION_REST_LINES_ENV_KEY = "gm_section_rest_lines"
+# A line holding only spaces and tabs (markdown-it's blank line), within a text.
+_BLANK_LINE = re.compile(r"(?:^|(?<=\n))[ \t]*(?:\n|$)")
 _PARSED_INLINE_ENV_KEY = "gm_parsed_inline"
 _CODE_SPAN_MEMO_ENV_KEY = "gm_code_span_memo"
 # What can make the text of parsed inline Markdown read as a GM name where its raw text does
@@ -298,6 +301,9 @@ def _section_rule(state: StateBlock, start_line: int, end_line: int, silent: boo
     state.bMarks[close_line] = rest
     state.tShift[close_line] = len(remainder) - len(remainder.lstrip(" \t"))
     state.sCount[close_line] = state.blkIndent
+    # To a reader of the document as written, that text is in the HTML block of the line
+    # (`</section>` starts one), which ends at a blank line: see `_rest_of_closing_line`.
+    state.env.setdefault(_SECTION_REST_LINES_ENV_KEY, set()).add(close_line)
     state.line = close_line
     _push_removed_block(state, start_line, [])
     return True
@@ -696,7 +702,30 @@ class _Stripper:
     def _raw_options(self, token: Token, text: str) -> ScanOptions:
         """How to scan a block's `text` as written, its closers judged in the whole source too."""
         own = _inert_test(text, raw_html=token.type == "html_block")
-        return ScanOptions(fences=True, inert=self.source_inert.test_for(token.map, text, own), depth=self.depth)
+        return ScanOptions(
+            fences=True,
+            inert=self.source_inert.test_for(token.map, text, own),
+            depth=self.depth,
+            raw_html=token.type == "html_block" or self._rest_of_closing_line(token),
+            raw_html_end=self._raw_html_end(token, text),
+        )
+
+    def _rest_of_closing_line(self, token: Token) -> bool:
+        """Whether a block starts with the text after a secret section's `</section>` on
+        its line, which the section rule lets markdown-it read as if the line began there
+        (`</section><!--` then reads as a comment's HTML block running past blank lines,
+        `</section>y <!--` as a paragraph). As written, that text is in the HTML block the
+        `</section>` line starts: written raw, up to the first blank line."""
+        rest_lines: set[int] | None = self.state.env.get(_SECTION_REST_LINES_ENV_KEY)
+        return rest_lines is not None and token.map is not None and token.map[0] in rest_lines
+
+    def _raw_html_end(self, token: Token, text: str) -> int:
+        """Where the raw HTML of a block starting with the rest of a secret section's
+        closing line ends: at its first blank line (see `_rest_of_closing_line`)."""
+        if not self._rest_of_closing_line(token):
+            return len(text)
+        blank = _BLANK_LINE.search(text)
+        return len(text) if blank is None else blank.start()
 
     def _in_earlier(self, token: Token) -> bool:
         """Whether a block starts inside an attribute value, raw text or the like opened
@@ -999,6 +1028,7 @@ class _Stripper:
             ScanOptions(
                 code=code,
                 escapes=True,
+                raw_html=self._rest_of_closing_line(token),
                 line_start=line_start,
                 inert=self.source_inert.test_for(token.map, token.content, _inert_test(token.content, raw_html=False)),
                 opened_outside_cell=self.opened_before_table if in_cell else 0,
