@@ -203,18 +203,24 @@ class _BacktickRuns:
 
     def __init__(self, text: str, blank_lines: list[int]) -> None:
         self._text = text
-        self._starts: dict[int, list[int]] | None = None  # run length -> where such runs start
         self._blank_lines = blank_lines
+        self._read = False
+        self._all: list[int] = []  # where every run starts
+        self._starts: dict[int, list[int]] = {}  # run length -> where such runs start
         self._breaks: list[int] = []  # where a line or a table cell may end
-        self._all: list[int] | None = None  # where every run starts
+
+    def _read_runs(self) -> None:
+        if self._read:
+            return
+        self._read = True
+        for run in _BACKTICK_RUN.finditer(self._text):
+            self._all.append(run.start())
+            self._starts.setdefault(len(run.group()), []).append(run.start())
+        self._breaks = [found.start() for found in _LINE_OR_CELL_END.finditer(self._text)]
 
     def closer(self, opened_at: int, length: int) -> int | None:
         """Where the run closing the run of `length` at `opened_at` starts, or None."""
-        if self._starts is None:
-            self._starts = {}
-            for run in _BACKTICK_RUN.finditer(self._text):
-                self._starts.setdefault(len(run.group()), []).append(run.start())
-            self._breaks = [found.start() for found in _LINE_OR_CELL_END.finditer(self._text)]
+        self._read_runs()
         starts = self._starts.get(length, [])
         following = bisect_right(starts, opened_at)
         if following == len(starts):
@@ -226,13 +232,13 @@ class _BacktickRuns:
 
     def skipped(self, after: int, before: int) -> bool:
         """Whether a backtick run starts in after..before (one the pass went over)."""
-        if self._all is None:
-            self._all = [found.start() for found in _BACKTICK_RUN.finditer(self._text)]
+        self._read_runs()
         following = bisect_left(self._all, after)
         return following < len(self._all) and self._all[following] < before
 
     def on_one_line(self, opened_at: int, closed_at: int) -> bool:
         """Whether no line or table cell ends between a code span's runs."""
+        self._read_runs()
         next_break = bisect_right(self._breaks, opened_at)
         return next_break == len(self._breaks) or self._breaks[next_break] > closed_at
 
