@@ -59,10 +59,9 @@ def footnote_of(env: MutableMapping[str, Any], line_map: list[int] | None) -> in
     """The first line of the GM footnote a block's lines were re-marked for, if any: a
     heading there is in the footnote, not in the document's flow, and ends no GM section
     but one started in that footnote."""
-    lines = env.get(FOOTNOTE_LINES_ENV_KEY)
-    if not isinstance(lines, dict) or line_map is None:
+    if line_map is None:
         return None
-    return next((lines[line] for line in range(*line_map) if line in lines), None)
+    return next((first for line in range(*line_map) if (first := footnote_at(env, line)) is not None), None)
 
 
 def footnote_at(env: MutableMapping[str, Any], line: int) -> int | None:

@@ -594,7 +594,7 @@ class _Stripper:
         footnote = footnote_of(self.state.env, token.map)
         # Its underline a lazy line of a footnote (`[^1]: ## GM`, `    x`, `===`): paragraph
         # text to markdown-it-footnote, so no heading ends the section there.
-        setext = token.markup in ("=", "-") and token.map is not None
+        setext = token.markup in ("=", "-")
         if setext and token.map is not None and is_lazy_footnote_line(self.state.env, token.map[1] - 1):
             return False
         return footnote is None or footnote == self.cut_footnote
@@ -702,12 +702,14 @@ class _Stripper:
     def _raw_options(self, token: Token, text: str) -> ScanOptions:
         """How to scan a block's `text` as written, its closers judged in the whole source too."""
         own = _inert_test(text, raw_html=token.type == "html_block")
+        rest_of_closing_line = self._rest_of_closing_line(token)
         return ScanOptions(
             fences=True,
             inert=self.source_inert.test_for(token.map, text, own),
             depth=self.depth,
-            raw_html=token.type == "html_block" or self._rest_of_closing_line(token),
-            raw_html_end=self._raw_html_end(token, text),
+            raw_html=token.type == "html_block" or rest_of_closing_line,
+            # The rest of a closing line is raw HTML up to its first blank line.
+            raw_html_end=_first_blank_line(text) if rest_of_closing_line else len(text),
         )
 
     def _rest_of_closing_line(self, token: Token) -> bool:
@@ -718,14 +720,6 @@ class _Stripper:
         `</section>` line starts: written raw, up to the first blank line."""
         rest_lines: set[int] | None = self.state.env.get(_SECTION_REST_LINES_ENV_KEY)
         return rest_lines is not None and token.map is not None and token.map[0] in rest_lines
-
-    def _raw_html_end(self, token: Token, text: str) -> int:
-        """Where the raw HTML of a block starting with the rest of a secret section's
-        closing line ends: at its first blank line (see `_rest_of_closing_line`)."""
-        if not self._rest_of_closing_line(token):
-            return len(text)
-        blank = _BLANK_LINE.search(text)
-        return len(text) if blank is None else blank.start()
 
     def _in_earlier(self, token: Token) -> bool:
         """Whether a block starts inside an attribute value, raw text or the like opened
@@ -1195,3 +1189,9 @@ def _written_depth(line: str) -> tuple[int, int]:
     items = _LIST_ITEM_PREFIX.match(rest)
     assert items is not None
     return quotes.group().count(">"), len(rest[: items.end()].expandtabs(4))
+
+
+def _first_blank_line(text: str) -> int:
+    """Where `text`'s first blank line (spaces and tabs at most) starts; its length if none."""
+    blank = _BLANK_LINE.search(text)
+    return len(text) if blank is None else blank.start()
