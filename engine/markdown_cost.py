@@ -65,7 +65,7 @@ _LINES = re.compile(r"\r\n|\r|\n")
 _CONTAINER_MARKERS = re.compile(rf"(?:[ \t>]|{_LIST_MARKER}[ \t])*")
 # What may open or close a region on a line: a container's opening line (a name after
 # its colons) or closing line (colons alone), and a `<section`, `</section`, `<!--` or `-->`.
-_CONTAINER_LINE = re.compile(rf"(?:[ \t>]|{_LIST_MARKER}[ \t])*:{{3,}}[ \t]*(\S?)")
+_CONTAINER_LINE = re.compile(rf"{_CONTAINER_MARKERS.pattern}:{{3,}}[ \t]*(\S?)")
 _REGION_OPENERS = ("<section", "<!--")
 _REGION_CLOSERS = ("</section", "-->")
 # A text with fewer openers than this leaves too few regions open to weigh anything.

@@ -18,6 +18,7 @@ import re
 from bisect import bisect_right
 from collections.abc import Callable
 from dataclasses import dataclass
+from functools import partial
 
 from markdown_it.rules_block.html_block import HTML_SEQUENCES
 
@@ -85,15 +86,9 @@ class SourceInert:
     def _places_read_as(self, kinds: _LineKinds, read: _LineKinds) -> list[tuple[int, int]]:
         """The inert places that reading the source's lines as `kinds` adds to those of
         `self.places`, which are those of the reading `read` as the source stands."""
-        raw_html_lines, code_lines = kinds.raw_html, kinds.code
-        line_starts = self.line_starts
-
-        def in_raw_html(source_at: int) -> bool:
-            return raw_html_lines[bisect_right(line_starts, source_at) - 1]
-
-        def in_code(source_at: int) -> bool:
-            return code_lines[bisect_right(line_starts, source_at) - 1]
-
+        raw_html_lines = kinds.raw_html
+        in_raw_html = partial(_line_flag, raw_html_lines, self.line_starts)
+        in_code = partial(_line_flag, kinds.code, self.line_starts)
         found: list[tuple[int, int]] = []
         if kinds is not read:
             if kinds.raw_html == read.raw_html and kinds.code == read.code:
@@ -148,11 +143,11 @@ class SourceInert:
 
     def in_raw_html(self, source_at: int) -> bool:
         """Whether a source position is in an HTML block (see `_LineKinds.raw_html`)."""
-        return self.raw_html_lines[bisect_right(self.line_starts, source_at) - 1]
+        return _line_flag(self.raw_html_lines, self.line_starts, source_at)
 
     def in_code(self, source_at: int) -> bool:
         """Whether a source position may be in a code block (see `_LineKinds.code`)."""
-        return self.code_lines[bisect_right(self.line_starts, source_at) - 1]
+        return _line_flag(self.code_lines, self.line_starts, source_at)
 
     def _inside_earlier(self, source_at: int) -> bool:
         index = bisect_right(self.places.starts, source_at) - 1
@@ -299,6 +294,11 @@ def _line_kinds(
             html_quotes = quotes
             html_column = len(line) - len(content)
     return _LineKinds(raw, stripped_markers, code)
+
+
+def _line_flag(flags: list[bool], line_starts: list[int], source_at: int) -> bool:
+    """The flag of the line a source position is on."""
+    return flags[bisect_right(line_starts, source_at) - 1]
 
 
 def _quotes_before(line: str, rest: str) -> int:
