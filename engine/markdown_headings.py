@@ -146,7 +146,18 @@ def browser_heading_starts(html: str) -> frozenset[int]:
 
 
 def _browser_heading_tags(html: str) -> Iterator[Tag]:
-    return (tag for tag in element_tags(html) if _HEADING_TAG_NAME.fullmatch(tag.name))
+    return (tag for tag in element_tags(html) if _HEADING_TAG_NAME.fullmatch(tag.name) and _name_ends(html, tag))
+
+
+def _name_ends(html: str, tag: Tag) -> bool:
+    """Whether a browser reads a tag's name as it was found: up to ASCII white space."""
+    after_name = tag.start + len("</" if tag.closing else "<") + len(tag.name)
+    return html[after_name : after_name + 1] in _NAME_ENDS
+
+
+# What ends a tag's name to a browser: ASCII white space, `/`, `>` (or the text's end).
+# `<h2` and a no-break space starts an element named `h2\xa0`, no heading.
+_NAME_ENDS = frozenset(("", "\t", "\n", "\f", "\r", " ", "/", ">"))
 
 
 def judged_html_headings(html: str) -> list[tuple[HtmlHeading, bool | None]]:
