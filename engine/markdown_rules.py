@@ -71,7 +71,7 @@ from engine.markdown_regions import (
 )
 from engine.markdown_section_tags import secret_section_tag_end
 from engine.markdown_source import SourceInert
-from engine.markdown_text import QUOTE_PREFIX, without_container_prefix
+from engine.markdown_text import FOOTNOTE_LABEL, QUOTE_PREFIX, without_container_prefix
 
 # Token standing for a block the block rules consumed; `meta["stack"]` holds the regions
 # still open at its end (a container left unclosed inside a list item goes on after it).
@@ -768,7 +768,15 @@ class _Stripper:
             raw_html=token.type == "html_block" or rest_of_closing_line,
             # The rest of a closing line is raw HTML up to its first blank line.
             raw_html_end=_first_blank_line(text) if rest_of_closing_line else len(text),
+            in_footnote=self._starts_footnote(token),
         )
+
+    def _starts_footnote(self, token: Token) -> bool:
+        """Whether a block's first line opens a footnote definition (`[^1]: ...`)."""
+        if token.map is None:
+            return False
+        line = without_container_prefix(self.source_lines[token.map[0]]).lstrip(" \t")
+        return FOOTNOTE_LABEL.match(line) is not None
 
     def _rest_of_closing_line(self, token: Token) -> bool:
         """Whether a block starts with the text after a secret section's `</section>`, on
@@ -1089,6 +1097,7 @@ class _Stripper:
                 in_cell=in_cell,
                 depth=self.depth,
                 lazy_lines=self._lazy_lines(token) if self.depth and not in_cell else frozenset(),
+                in_footnote=self._starts_footnote(token),
             ),
         )
         self.stack = result.stack
