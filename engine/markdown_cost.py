@@ -132,7 +132,7 @@ def over_budget(text: str) -> RenderCost | None:
 def render_cost(text: str) -> RenderCost:
     return RenderCost(
         size=len(text.encode("utf-8", "surrogatepass")),
-        lines=sum(1 for line in text.splitlines() if line and not line.isspace()),
+        lines=sum(1 for line in _LINES.split(text) if not _is_blank(line)),
         nested_markers=_nested_list_markers(text),
         markup_characters=sum(text.count(character) for character in _MARKUP_CHARACTERS),
         autolinks=sum(text.count(start) for start in _AUTOLINK_STARTS),
@@ -188,7 +188,7 @@ def _quote_rescans(text: str) -> int:
 
 def _quote_depth(line: str) -> int:
     """The quote markers among a line's container markers; -1 for a blank line."""
-    if not line or line.isspace():
+    if _is_blank(line):
         return -1
     markers = _CONTAINER_MARKERS.match(line)
     return markers.group().count(">") if markers else 0
@@ -204,7 +204,7 @@ def _open_region_lines(text: str) -> int:
     never below none. It errs high (an opener in code counts)."""
     total = open_regions = 0
     for line in _LINES.split(text):
-        if not line or line.isspace():
+        if _is_blank(line):
             continue
         container = _CONTAINER_LINE.match(line)
         change = sum(line.count(opener) for opener in _REGION_OPENERS)
@@ -214,3 +214,11 @@ def _open_region_lines(text: str) -> int:
         open_regions = max(0, open_regions + change)
         total += open_regions
     return total
+
+
+def _is_blank(line: str) -> bool:
+    """Whether a line is blank to markdown-it: spaces and tabs at most. A line of other
+    white space (a no-break space, a form feed) is text, which costs what a line costs,
+    and a line break is what markdown-it breaks lines at only (not a form feed, `\x85`
+    or U+2028, which `str.splitlines` breaks at too)."""
+    return not line.strip(" \t")

@@ -14,7 +14,7 @@ from typing import Any
 
 from markdown_it.rules_block import StateBlock
 
-from engine.markdown_headings import gm_heading_line, is_gm_heading_text
+from engine.markdown_headings import gm_heading_line, is_gm_heading_text, last_text_lines
 from engine.markdown_regions import container_opener
 from engine.markdown_text import CONTAINER_PREFIX, FOOTNOTE_LABEL, without_container_prefix
 
@@ -254,10 +254,11 @@ def _holds_gm_part(body: list[str]) -> bool:
     run: list[str] = []
     for line in body:
         underline = _ASCII_UNDERLINE.match(line)
-        texts = (" ".join(part.strip() for part in run), run[-1].strip()) if run and underline else ()
+        texts = (" ".join(part.strip() for part in run), " ".join(last_text_lines(run))) if run and underline else ()
         if any(map(is_gm_heading_text, texts)):
             return True
-        if underline or not line.strip():
+        # A blank line holds spaces and tabs at most (CommonMark, Pandoc).
+        if underline or not line.strip(" \t"):
             run = []
         else:
             run.append(line)

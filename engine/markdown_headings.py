@@ -146,7 +146,18 @@ def browser_heading_starts(html: str) -> frozenset[int]:
 
 
 def _browser_heading_tags(html: str) -> Iterator[Tag]:
-    return (tag for tag in element_tags(html) if _HEADING_TAG_NAME.fullmatch(tag.name))
+    return (tag for tag in element_tags(html) if _HEADING_TAG_NAME.fullmatch(tag.name) and _name_ends(html, tag))
+
+
+def _name_ends(html: str, tag: Tag) -> bool:
+    """Whether a browser reads a tag's name as it was found: up to ASCII white space."""
+    after_name = tag.start + len("</" if tag.closing else "<") + len(tag.name)
+    return html[after_name : after_name + 1] in _NAME_ENDS
+
+
+# What ends a tag's name to a browser: ASCII white space, `/`, `>` (or the text's end).
+# `<h2` and a no-break space starts an element named `h2\xa0`, no heading.
+_NAME_ENDS = frozenset(("", "\t", "\n", "\f", "\r", " ", "/", ">"))
 
 
 def judged_html_headings(html: str) -> list[tuple[HtmlHeading, bool | None]]:
@@ -249,11 +260,11 @@ def _gm_setext_lines(text: str, after_any_line: bool, in_html: bool) -> tuple[in
             level = 1 if underline.group(1)[0] == "=" else 2
             if is_gm_heading_text(" ".join(map(_heading_text_of_line, run))):
                 return run_start, level
-            if after_any_line and is_gm_heading_text(_heading_text_of_line(run[-1])):
+            if after_any_line and is_gm_heading_text(" ".join(map(_heading_text_of_line, last_text_lines(run)))):
                 return last_start, level
         tag = _UP_TO_LAST_TAG.match(line) if in_html else None
         # In HTML, a line ending in a tag ends the text as a blank line does.
-        if underline or not line.strip() or (tag is not None and not line[tag.end() :].strip(" \t")):
+        if underline or not line.strip(" \t") or (tag is not None and not line[tag.end() :].strip(" \t")):
             run_start, run = offset + len(line) + 1, []
         elif tag is not None:
             # Pandoc reads the text after a block tag as blocks of their own (`<div>`,
@@ -261,10 +272,22 @@ def _gm_setext_lines(text: str, after_any_line: bool, in_html: bool) -> tuple[in
             run_start = last_start = offset + tag.end()
             run = [line[tag.end() :]]
         else:
+            if line.strip() or not run:
+                last_start = offset  # where `last_text_lines(run)` starts
             run.append(line)
-            last_start = offset
         offset += len(line) + 1
     return None
+
+
+def last_text_lines(run: list[str]) -> list[str]:
+    """The last line of a paragraph's `run` of lines that holds more than white space,
+    with the lines after it: a line of no-break spaces (or other Unicode white space, not
+    only spaces and tabs) is no blank line to CommonMark and Pandoc, so it goes on the
+    paragraph of the line above it (`GM`, no-break space, `===` is a heading `GM`)."""
+    last = len(run) - 1
+    while last > 0 and not run[last].strip():
+        last -= 1
+    return run[last:]
 
 
 def _heading_text_of_line(line: str) -> str:

@@ -225,6 +225,11 @@ class ScanOptions:
     # block's depth, but as written they stand at none, so a closer there closes as one
     # outside the quotes and list items would.
     lazy_lines: frozenset[int] = frozenset()
+    # Whether the text is a footnote definition's, which footnote-aware readers (Pandoc,
+    # Obsidian, markdown-it-footnote) write at the document's end: a `-->` there, raw or
+    # not, ends no comment opened raw before it (`- <!--`, blank line, `[^1]: <!-- y -->`,
+    # then `CANARY`: the comment runs over `CANARY` to the footnotes).
+    in_footnote: bool = False
     # Whether the text is an HTML block's, which markdown-it writes as it stands: a comment
     # opened in it is `raw` (see `Frame`), and its `-->` in a later text that is not an
     # HTML block's ends it only where markdown-it writes it raw too.
@@ -575,7 +580,11 @@ class _Scanner:
         opened in an HTML block (`raw`) ends at no `-->` that markdown-it writes escaped,
         in a text that is not an HTML block's, unless an inline comment of that text
         (markdown-it writes it raw) ends there: `x <!-- y --> z` in a paragraph."""
-        if closer != "-->" or not self.stack[-1].raw or self._raw_at(found):
+        if closer != "-->" or not self.stack[-1].raw:
+            return True
+        if self.options.in_footnote:
+            return False
+        if self._raw_at(found):
             return True
         if not self.options.escapes:
             return False  # code, a definition, dropped text: never written raw

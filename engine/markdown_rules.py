@@ -71,7 +71,7 @@ from engine.markdown_regions import (
 )
 from engine.markdown_section_tags import secret_section_tag_end
 from engine.markdown_source import SourceInert
-from engine.markdown_text import QUOTE_PREFIX, without_container_prefix
+from engine.markdown_text import FOOTNOTE_LABEL, QUOTE_PREFIX, without_container_prefix
 
 # Token standing for a block the block rules consumed; `meta["stack"]` holds the regions
 # still open at its end (a container left unclosed inside a list item goes on after it).
@@ -79,6 +79,9 @@ REMOVED_BLOCK = "gm_removed_block"
 _CODE_SPANS_ENV_KEY = "gm_code_spans"
 _SOURCE_INERT_ENV_KEY = "gm_source_inert"
 _SECTION_REST_LINES_ENV_KEY = "gm_section_rest_lines"
+# The lines last read as the raw HTML after a secret section's closing line, by the end
+# of the block holding them (`_left_open_as_raw_html`).
+_RAW_HTML_READ_ENV_KEY = "gm_raw_html_read"
 # A line holding only spaces and tabs (markdown-it's blank line), within a text.
 _BLANK_LINE = re.compile(r"(?:^|(?<=\n))[ \t]*(?:\n|$)")
 _PARSED_INLINE_ENV_KEY = "gm_parsed_inline"
@@ -286,8 +289,18 @@ def _section_rule(state: StateBlock, start_line: int, end_line: int, silent: boo
     index = chunk.index_of(stopped_at - 1)
     close_line = chunk.first_line + index
     line_end = chunk.offsets[index + 1] - 1 if index + 1 < len(chunk.offsets) else len(chunk.text) - 1
-    if not chunk.text[stopped_at:line_end].strip():
+    rest_is_blank = not chunk.text[stopped_at:line_end].strip()
+    left_open = _left_open_as_raw_html(state, close_line, stopped_at - chunk.offsets[index], end_line)
+    if left_open:
+        # A comment (or a section) opened there as written runs on past the blank line,
+        # wherever Markdown would have read its opener as code or text (`</section>`,
+        # then x `<!--`): the lines go with the section, the region runs on.
+        state.line = left_open[0]
+        _push_removed_block(state, start_line, left_open[1])
+        return True
+    if rest_is_blank:
         state.line = close_line + 1
+        _mark_raw_html_lines(state, close_line + 1, end_line)
         _push_removed_block(state, start_line, [])
         return True
     if close_line == start_line:
@@ -301,12 +314,52 @@ def _section_rule(state: StateBlock, start_line: int, end_line: int, silent: boo
     state.bMarks[close_line] = rest
     state.tShift[close_line] = len(remainder) - len(remainder.lstrip(" \t"))
     state.sCount[close_line] = state.blkIndent
-    # To a reader of the document as written, that text is in the HTML block of the line
-    # (`</section>` starts one), which ends at a blank line: see `_rest_of_closing_line`.
-    state.env.setdefault(_SECTION_REST_LINES_ENV_KEY, set()).add(close_line)
     state.line = close_line
+    _mark_raw_html_lines(state, close_line, end_line)
     _push_removed_block(state, start_line, [])
     return True
+
+
+_HTML_REGIONS = (FrameKind.HTML_COMMENT, FrameKind.SECTION)
+
+
+def _left_open_as_raw_html(
+    state: StateBlock, close_line: int, column: int, end_line: int
+) -> tuple[int, list[Frame]] | None:
+    """The regions a secret section's closing line, from `column` on, and the lines after
+    it up to a blank one leave open read as the raw HTML they are in as written (see
+    `_mark_raw_html_lines`), with the blank line; None when they leave no HTML comment or
+    secret section open. A
+    closing line in lines already read so, which left nothing open, is not read again:
+    a run of sections without blank lines is read once."""
+    # The raw HTML read last (the blocks in a quote end at the quote's end: `end_line`).
+    read: dict[int, tuple[int, int]] = state.env.setdefault(_RAW_HTML_READ_ENV_KEY, {})
+    first_line, blank_line = read.get(end_line, (end_line, end_line))
+    if first_line <= close_line < blank_line:
+        return None
+    blank_line = close_line + 1
+    while blank_line < end_line and not state.isEmpty(blank_line):
+        blank_line += 1
+    read[end_line] = (close_line, blank_line)
+    lines = _BlockLines.read(state, close_line, blank_line)
+    stack = scan(lines.text, [], ScanOptions(raw_html=True), start=column).stack
+    # Obsidian comments and containers are no HTML: Markdown's reading of them stands.
+    return (blank_line, stack) if any(frame.kind in _HTML_REGIONS for frame in stack) else None
+
+
+def _mark_raw_html_lines(state: StateBlock, first_line: int, end_line: int) -> None:
+    """Mark the lines from `first_line` up to the next blank one as raw HTML (see
+    `_Stripper._rest_of_closing_line`). To a reader of the document as written, the text
+    after a secret section's `</section>` is in the HTML block holding that tag's line,
+    which ends at a blank line only: the rest of the line, and the lines after it
+    (`</section>`, then `x <!--`: the comment is written raw), however markdown-it reads
+    them once the section is cut."""
+    marked: set[int] = state.env.setdefault(_SECTION_REST_LINES_ENV_KEY, set())
+    line = first_line
+    # A line already marked was marked with every line after it up to the blank one.
+    while line < end_line and line not in marked and not state.isEmpty(line):
+        marked.add(line)
+        line += 1
 
 
 def _first_lines_tag_end(state: StateBlock, lines: _BlockLines, start: int, end_line: int) -> int | None:
@@ -629,7 +682,12 @@ class _Stripper:
             self.divs_in_cut = [div for div in self.divs_in_cut if div[1] <= self.depth]
             self.elements_in_cut.close_deeper(self.depth)
         if token.type == REMOVED_BLOCK:
-            self.stack.extend(map(self._at_depth, token.meta["stack"]))
+            left_open: list[Frame] = token.meta["stack"]
+            if self.stack and self.stack[-1].kind is FrameKind.HTML_COMMENT:
+                # Inside a comment, `<!--` opens nothing: one the block left open (in the
+                # raw HTML after a section's end tag) is text of the open one.
+                left_open = [frame for frame in left_open if frame.kind is not FrameKind.HTML_COMMENT]
+            self.stack.extend(map(self._at_depth, left_open))
             return False
         if token.type == "table_open":
             self.opened_before_table = len(self.stack)
@@ -710,14 +768,24 @@ class _Stripper:
             raw_html=token.type == "html_block" or rest_of_closing_line,
             # The rest of a closing line is raw HTML up to its first blank line.
             raw_html_end=_first_blank_line(text) if rest_of_closing_line else len(text),
+            in_footnote=self._starts_footnote(token),
         )
 
+    def _starts_footnote(self, token: Token) -> bool:
+        """Whether a block's first line opens a footnote definition (`[^1]: ...`)."""
+        if token.map is None:
+            return False
+        line = without_container_prefix(self.source_lines[token.map[0]]).lstrip(" \t")
+        return FOOTNOTE_LABEL.match(line) is not None
+
     def _rest_of_closing_line(self, token: Token) -> bool:
-        """Whether a block starts with the text after a secret section's `</section>` on
-        its line, which the section rule lets markdown-it read as if the line began there
-        (`</section><!--` then reads as a comment's HTML block running past blank lines,
-        `</section>y <!--` as a paragraph). As written, that text is in the HTML block the
-        `</section>` line starts: written raw, up to the first blank line."""
+        """Whether a block starts with the text after a secret section's `</section>`, on
+        its line or a line after it before a blank one: the section rule lets markdown-it
+        read the rest of the line as if the line began there (`</section><!--` then reads
+        as a comment's HTML block running past blank lines, `</section>y <!--` as a
+        paragraph), and the lines after as blocks of their own (`</section>`, `x <!--`). As
+        written, that text is in the HTML block holding the `</section>` line: written raw,
+        up to the first blank line."""
         rest_lines: set[int] | None = self.state.env.get(_SECTION_REST_LINES_ENV_KEY)
         return rest_lines is not None and token.map is not None and token.map[0] in rest_lines
 
@@ -1029,6 +1097,7 @@ class _Stripper:
                 in_cell=in_cell,
                 depth=self.depth,
                 lazy_lines=self._lazy_lines(token) if self.depth and not in_cell else frozenset(),
+                in_footnote=self._starts_footnote(token),
             ),
         )
         self.stack = result.stack
