@@ -628,7 +628,10 @@ class _Stripper:
         elif token.type in _CONTAINERS_CLOSING:
             self.depth -= 1
             # markdown-it-container and Pandoc end a div with the quote or list item it is in.
-            self.divs_in_cut = [div for div in self.divs_in_cut if div[1] <= self.depth]
+            # Their depths never fall from the outermost in (each opens at the depth then,
+            # and those deeper end first), so the deeper ones are the innermost.
+            while self.divs_in_cut and self.divs_in_cut[-1][1] > self.depth:
+                self.divs_in_cut.pop()
             self.elements_in_cut.close_deeper(self.depth)
         if token.type == REMOVED_BLOCK:
             self.stack.extend(map(self._at_depth, token.meta["stack"]))
