@@ -39,12 +39,6 @@ UNITS_PER_BYTE = 3
 # it: 9.5 KB of `> <div>`, `<b title="` took 1.45 s, about 5.4 µs per line, where 100 KB
 # of ordinary Markdown took 0.2 s). Counted for a text of any size.
 UNITS_PER_QUOTE_RESCANNED_LINE = 6
-# Units per line times the regions (containers, secret sections, HTML comments) that may
-# be open there: the stripper's work on a block grows with the regions open around it,
-# so thousands left open, then many blocks (`> ::: gm` lines, then footnotes and
-# paragraphs), cost their product (17.8 KB of such lines took 12 s). A region counts from
-# its opener to its closer as the lines show them, never below none.
-UNITS_PER_OPEN_REGION_LINE = 10
 # The budget: a million units (about a second here) up to 100 KB, ten units a byte above.
 BASE_BUDGET_UNITS = 1_000_000
 BUDGET_UNITS_PER_BYTE = 10
@@ -63,13 +57,6 @@ _LINE_BREAK = re.compile(r"[\n\r]")
 # Markdown-it's lines (its own line ends), and a line's container markers.
 _LINES = re.compile(r"\r\n|\r|\n")
 _CONTAINER_MARKERS = re.compile(rf"(?:[ \t>]|{_LIST_MARKER}[ \t])*")
-# What may open or close a region on a line: a container's opening line (a name after
-# its colons) or closing line (colons alone), and a `<section`, `</section`, `<!--` or `-->`.
-_CONTAINER_LINE = re.compile(rf"{_CONTAINER_MARKERS.pattern}:{{3,}}[ \t]*(\S?)")
-_REGION_OPENERS = ("<section", "<!--")
-_REGION_CLOSERS = ("</section", "-->")
-# A text with fewer openers than this leaves too few regions open to weigh anything.
-_FEWEST_WEIGHED_OPENERS = 32
 # A line whose container markers hold a quote marker: without one, no line is read again.
 _QUOTE_LINE = re.compile(rf"(?:\A|[\n\r])(?:[ \t]|{_LIST_MARKER}[ \t])*>")
 
@@ -86,8 +73,6 @@ class RenderCost:
     """Places a GFM autolink (an e-mail address, `www.`) may be."""
     quote_rescans: int = 0
     """Lines read again after lines less deep in quotes (at most; see `_quote_rescans`)."""
-    open_region_lines: int = 0
-    """Each line times the regions that may be open on it (see `_open_region_lines`)."""
 
     @property
     def units(self) -> int:
@@ -98,7 +83,6 @@ class RenderCost:
             + UNITS_PER_AUTOLINK * self.autolinks
             + UNITS_PER_BYTE * self.size
             + UNITS_PER_QUOTE_RESCANNED_LINE * self.quote_rescans
-            + UNITS_PER_OPEN_REGION_LINE * self.open_region_lines
         )
 
     @property
@@ -123,7 +107,7 @@ def over_budget(text: str) -> RenderCost | None:
     import's validation fast.
     """
     short = len(text.encode("utf-8", "surrogatepass")) <= LARGEST_UNCOUNTED_BYTES
-    if short and _QUOTE_LINE.search(text) is None and _openers(text) < _FEWEST_WEIGHED_OPENERS:
+    if short and _QUOTE_LINE.search(text) is None:
         return None
     cost = render_cost(text)
     return cost if cost.units > cost.budget else None
@@ -137,7 +121,6 @@ def render_cost(text: str) -> RenderCost:
         markup_characters=sum(text.count(character) for character in _MARKUP_CHARACTERS),
         autolinks=sum(text.count(start) for start in _AUTOLINK_STARTS),
         quote_rescans=_quote_rescans(text),
-        open_region_lines=_open_region_lines(text) if _openers(text) >= _FEWEST_WEIGHED_OPENERS else 0,
     )
 
 
@@ -192,28 +175,6 @@ def _quote_depth(line: str) -> int:
         return -1
     markers = _CONTAINER_MARKERS.match(line)
     return markers.group().count(">") if markers else 0
-
-
-def _openers(text: str) -> int:
-    return text.count(":::") + sum(text.count(opener) for opener in _REGION_OPENERS)
-
-
-def _open_region_lines(text: str) -> int:
-    """For each non-blank line, the regions that may be open on it: a running count of
-    openers less closers (container lines, section tags, comment delimiters), as written,
-    never below none. It errs high (an opener in code counts)."""
-    total = open_regions = 0
-    for line in _LINES.split(text):
-        if _is_blank(line):
-            continue
-        container = _CONTAINER_LINE.match(line)
-        change = sum(line.count(opener) for opener in _REGION_OPENERS)
-        change -= sum(line.count(closer) for closer in _REGION_CLOSERS)
-        if container is not None:
-            change += 1 if container.group(1) else -1
-        open_regions = max(0, open_regions + change)
-        total += open_regions
-    return total
 
 
 def _is_blank(line: str) -> bool:

@@ -35,7 +35,7 @@ import re
 import sys
 from bisect import bisect_right
 from collections.abc import Sequence
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from enum import Enum
 
 from markdown_it.rules_block.html_block import HTML_SEQUENCES
@@ -161,9 +161,6 @@ class Frame:
     # closes alike, so a reader that took that one for a closer and one that did not
     # disagree about every `%%` after it; the comment runs to the end of the document.
     unending: bool = False
-    # Opened before the GM footnote whose text is being scanned (engine.markdown_footnotes):
-    # that text is out of the document's flow, and no closer in it ends the region.
-    held: bool = False
     # The nested `<section>` tags of a section opened in the text being scanned and still
     # open, innermost first: an end tag is judged against the innermost one's place. (A
     # linked list: nesting thousands deep stays linear.)
@@ -237,21 +234,46 @@ class ScanOptions:
     # Where that raw HTML ends in the text (the rest of a secret section's closing line
     # re-read as a block of its own: to its first blank line); the text after is not.
     raw_html_end: int = sys.maxsize
+    # How many of the regions open before the text, the outermost, were opened before the
+    # GM footnote whose text it is (engine.markdown_footnotes): that text is out of the
+    # document's flow, and no closer in it ends them. A count, not a mark on each frame,
+    # so that entering a footnote costs nothing however many regions are open.
+    held: int = 0
 
 
 @dataclass(frozen=True, slots=True)
 class ScanResult:
     removed: list[tuple[int, int]]
     stack: list[Frame]
+    # How many of `stack`, the outermost, are still held (`ScanOptions.held`).
+    held: int = 0
+    # How many of the stack passed, the outermost, `stack` still holds as they were, and
+    # the others of it, innermost first (see `restore`).
+    unchanged: int = 0
+    replaced: list[Frame] = field(default_factory=list)
     # Offset just after the closing sequence, when `stop_when_closed` stopped the scan.
     stopped_at: int | None = None
 
 
-def scan(text: str, stack: Sequence[Frame], options: ScanOptions, start: int = 0) -> ScanResult:
-    """Find the GM-only ranges of `text[start:]`, given the regions open before it."""
+def scan(text: str, stack: list[Frame], options: ScanOptions, start: int = 0) -> ScanResult:
+    """Find the GM-only ranges of `text[start:]`, given the regions open before it.
+
+    The scan takes `stack` over and changes it in place into the result's stack (pass a
+    copy to keep it): thousands of regions left open must not cost each later text a copy
+    of them, nor a pass over them. Its frames opened in an earlier text are as a scan
+    leaves them (`opened_at` -1, ...); any opened in `text` are the innermost."""
     if not stack and not options.stop_when_closed and opens_nothing(text):
-        return ScanResult(removed=[], stack=[])
+        return ScanResult(removed=[], stack=stack)
     return _Scanner(text, stack, options).run(start)
+
+
+def restore(result: ScanResult) -> list[Frame]:
+    """The stack passed to the scan that gave `result`, as it was: the scan changed it in
+    place into `result.stack`, which this changes back (in time linear in what the scan
+    changed, not in the regions open)."""
+    del result.stack[result.unchanged :]
+    result.stack.extend(reversed(result.replaced))
+    return result.stack
 
 
 def opens_nothing(text: str) -> bool:
@@ -376,10 +398,19 @@ def _indentation(line: str) -> tuple[int, str]:
 
 
 class _Scanner:
-    def __init__(self, text: str, stack: Sequence[Frame], options: ScanOptions) -> None:
+    def __init__(self, text: str, stack: list[Frame], options: ScanOptions) -> None:
         self.text = text
-        self.stack = list(stack)
+        self.stack = stack
         self.options = options
+        # How many of the stack, the outermost, the scan has left as they came (as a scan
+        # leaves them): only those above need making so at its end. And the others as they
+        # came, innermost first (`ScanResult.replaced`).
+        self.untouched = len(stack)
+        self.replaced: list[Frame] = []
+        while self.untouched and stack[self.untouched - 1].opened_at >= 0:
+            self._touch(self.untouched - 1)
+        # How many of the stack, the outermost, are held (`ScanOptions.held`).
+        self.held = min(options.held, len(stack))
         self.code_starts = [start for start, _ in options.code]
         self.removed: list[tuple[int, int]] = []
         # For each range in `removed`, the index of the first of the run of adjacent ranges
@@ -453,10 +484,18 @@ class _Scanner:
 
     def _result(self, stopped_at: int | None = None) -> ScanResult:
         # Offsets do not carry over to the next text.
-        stack = [
-            replace(frame, opened_at=-1, inner_tags=None, earlier_elements=_open_count(frame)) for frame in self.stack
-        ]
-        return ScanResult(removed=self.removed, stack=stack, stopped_at=stopped_at)
+        stack = self.stack
+        for index in range(self.untouched, len(stack)):
+            frame = stack[index]
+            stack[index] = replace(frame, opened_at=-1, inner_tags=None, earlier_elements=_open_count(frame))
+        return ScanResult(
+            removed=self.removed,
+            stack=stack,
+            held=self.held,
+            unchanged=self.untouched,
+            replaced=self.replaced,
+            stopped_at=stopped_at,
+        )
 
     def _stopped(self) -> bool:
         return self.options.stop_when_closed and not self.stack
@@ -489,9 +528,30 @@ class _Scanner:
             self.region_start = at
         self.stack.append(replace(frame, opened_at=at))
 
+    def _touch(self, at: int) -> None:
+        """Note that the frame at `at` of the stack (from the outermost) is about to change."""
+        while self.untouched > at:
+            self.untouched -= 1
+            self.replaced.append(self.stack[self.untouched])
+
+    def _set(self, index: int, frame: Frame) -> None:
+        """Put `frame` in place of the frame at `index` (negative: from the innermost)."""
+        self._touch(len(self.stack) + index)
+        self.stack[index] = frame
+
+    def _delete(self, index: int) -> None:
+        """End the region at `index` (negative: from the innermost)."""
+        self._touch(len(self.stack) + index)
+        del self.stack[index]
+        self.held = min(self.held, len(self.stack))
+
+    def _is_held(self, index: int) -> bool:
+        """Whether the frame at `index` (negative: from the innermost) is held."""
+        return len(self.stack) + index < self.held
+
     def _pop(self, at: int) -> int:
         """Close the innermost region at `at`; return where the scan goes on."""
-        self.stack.pop()
+        self._delete(-1)
         if not self.stack and self.region_start is not None:
             start, self.region_start = self.region_start, None
             self._remove(start, at)
@@ -601,7 +661,7 @@ class _Scanner:
 
     def _inert(self, closer_at: int) -> bool:
         """Whether a closer of the innermost region might not be markup."""
-        return self.stack[-1].held or self.options.inert(closer_at, self.stack[-1].opened_at)
+        return self._is_held(-1) or self.options.inert(closer_at, self.stack[-1].opened_at)
 
     def _escaped(self, position: int) -> bool:
         return self.options.escapes and escaped(self.text, position)
@@ -623,7 +683,7 @@ class _Scanner:
         indent, stripped = _indentation(line)
         around = self._items_around(line)  # before `previous_blank` moves on to this line
         if self._ends_nested_fence(line, around):
-            self.stack.pop()
+            self._delete(-1)
         code_indent, code_text = _indentation(without_container_prefix(line))
         blank = not code_text.strip()
         self.in_indented_code = not blank and code_indent >= 4 and (self.previous_blank or self.in_indented_code)
@@ -643,9 +703,9 @@ class _Scanner:
                 closer = _container_closer(without_container_prefix(stripped))
                 surely_markup = not self._inert(position + len(line) - len(stripped))
                 closes = closer is not None and _closes(closer, stripped, self._depth_at(position) + around, below)
-                closes = closes and not below.held
+                closes = closes and not self._is_held(-2)
                 if closes and indent <= 3 and surely_markup:
-                    del self.stack[-2]
+                    self._delete(-2)
                     return after
             # Rule 1 is about lines: a GM container opened inside a secret section runs to
             # its own closer, even past the section's end tag.
@@ -843,13 +903,13 @@ class _Scanner:
             if span_end is None and not self._inert_comment_closer(found, closer) and self._written_raw(found, closer):
                 return self._pop(found + len(closer))
             if closer == "%%":
-                self.stack[-1] = replace(self.stack[-1], unending=True)
+                self._set(-1, replace(self.stack[-1], unending=True))
             else:
                 if self._raw_at(found) and self.stack[-1].raw:
                     # A reader that takes this one for no closer (in a code span) is not
                     # markdown-it, whose HTML block ends with its line (`<!--`, then
                     # x `-->` y): that reader's blocks after it are not markdown-it's.
-                    self.stack[-1] = replace(self.stack[-1], raw=False)
+                    self._set(-1, replace(self.stack[-1], raw=False))
                 position = found + 1 if span_end is None else span_end
         return limit
 
@@ -888,25 +948,27 @@ class _Scanner:
                 # element there: until it ends, it holds the end tags around it.
                 section = _with_element(section, "section", match.start(), foreign_html=True)
             nested = (match.start(), _open_count(section), section.inner_tags)
-            self.stack[index] = replace(section, size=section.size + 1, inner_tags=nested)
+            self._set(index, replace(section, size=section.size + 1, inner_tags=nested))
             return match.end()
         rest = self._end_tag_rest(match)
-        if rest is None or self._not_an_end_tag(match.start(), section) or self._out_of_scope(match.start(), index):
+        if rest is None or self._not_an_end_tag(match.start(), index) or self._out_of_scope(match.start(), index):
             return None  # not an end tag, or not surely one, or one a browser ignores
         if section.size > 1:
             inner = section.inner_tags
             if section.open_elements is not None and section.open_elements.name == "section":
                 section = _without_innermost(section)
-            self.stack[index] = replace(section, size=section.size - 1, inner_tags=None if inner is None else inner[2])
+            self._set(index, replace(section, size=section.size - 1, inner_tags=None if inner is None else inner[2]))
         elif index == -1:
             return self._pop(rest.end())
         else:
-            del self.stack[index]
+            self._delete(index)
         return rest.end()
 
-    def _not_an_end_tag(self, at: int, section: Frame) -> bool:
-        """Whether an end tag at `at` might not be markup, or is not rendered, for `section`."""
-        return section.held or self._inert(at) or self.options.unrendered(at, _innermost_tag(section))
+    def _not_an_end_tag(self, at: int, index: int) -> bool:
+        """Whether an end tag at `at` might not be markup, or is not rendered, for the
+        section frame at `index` of the stack."""
+        section = self.stack[index]
+        return self._is_held(index) or self._inert(at) or self.options.unrendered(at, _innermost_tag(section))
 
     def _end_tag_rest(self, match: re.Match[str]) -> re.Match[str] | None:
         """The rest of the end tag whose name `match` is, up to its `>`; None when there is
@@ -966,7 +1028,7 @@ class _Scanner:
                 return
             if self._in_later_markdown_table(match.start(), section):
                 return
-            self.stack[index] = _without_innermost(section)
+            self._set(index, _without_innermost(section))
             return
         if self._escaped(match.start()):
             return
@@ -977,7 +1039,7 @@ class _Scanner:
             foreign_html = False
         elif name not in _SCOPE_BOUNDARIES and (not foreign_html or name in _VOID_ELEMENTS):
             return
-        self.stack[index] = _with_element(section, name, match.start(), foreign_html=foreign_html)
+        self._set(index, _with_element(section, name, match.start(), foreign_html=foreign_html))
 
     def _inline_container(self, position: int) -> int:
         line_end = self._line_end(position)

@@ -67,6 +67,7 @@ from engine.markdown_regions import (
     is_fence_closer,
     opens_nothing,
     remove_ranges,
+    restore,
     scan,
 )
 from engine.markdown_section_tags import secret_section_tag_end
@@ -202,7 +203,7 @@ def _scan_block(state: StateBlock, lines: _BlockLines, stack: list[Frame], start
             inert=_held_in_footnotes(lines, footnotes, lines.inert_test(state)),
             unrendered=lines.unrendered_test(state),
         )
-        result = scan(lines.text, stack, options, start=start)
+        result = scan(lines.text, list(stack), options, start=start)  # each chunk from `stack`
         if result.stopped_at is not None or lines.end_line >= end_line:
             return _BlockScan(lines, result.stack, result.stopped_at)
         # Scanned again from the block's first line, three times as many lines: a closer
@@ -557,6 +558,8 @@ class _Stripper:
         self.source_lines = state.src.split("\n")
         self.source_inert = source_inert_of(state)
         self.stack: list[Frame] = []
+        # How many of `stack`, the outermost, are held (engine.markdown_regions.ScanOptions).
+        self.held = 0
         # How many of `stack` were open before the table being read (engine.markdown_regions:
         # a `</section>` in its cells ends none of them in a browser).
         self.opened_before_table = 0
@@ -658,8 +661,7 @@ class _Stripper:
         let them go when they end; what the footnote opened and left open goes on."""
         if footnote == self.footnote:
             return
-        held = footnote is not None
-        self.stack = [frame if frame.held == held else replace(frame, held=held) for frame in self.stack]
+        self.held = len(self.stack) if footnote is not None else 0
         self.footnote = footnote
 
     @property
@@ -679,7 +681,10 @@ class _Stripper:
         elif token.type in _CONTAINERS_CLOSING:
             self.depth -= 1
             # markdown-it-container and Pandoc end a div with the quote or list item it is in.
-            self.divs_in_cut = [div for div in self.divs_in_cut if div[1] <= self.depth]
+            # Their depths never fall from the outermost in (each opens at the depth then,
+            # and those deeper end first), so the deeper ones are the innermost.
+            while self.divs_in_cut and self.divs_in_cut[-1][1] > self.depth:
+                self.divs_in_cut.pop()
             self.elements_in_cut.close_deeper(self.depth)
         if token.type == REMOVED_BLOCK:
             left_open: list[Frame] = token.meta["stack"]
@@ -716,11 +721,10 @@ class _Stripper:
             self._strip_inline(token, previous)
             return True
         if token.type == "html_block":
-            result = scan(token.content, self.stack, self._raw_options(token, token.content))
+            result = self._scan(token.content, self._raw_options(token, token.content))
             token.content = remove_ranges(token.content, result.removed)
             self._continue_open_heading(token.content)
             self._cut_at_gm_heading_line(token)
-            self.stack = result.stack
             return bool(token.content.strip())
         if token.type in ("fence", "code_block") and self.open_heading is not None and not hidden:
             self._settle_open_heading(token.content)
@@ -735,8 +739,7 @@ class _Stripper:
         if token.type == "definition":
             assert token.map is not None
             source = footnote_text("\n".join(self.source_lines[token.map[0] : token.map[1]]))
-            result = scan(source, self.stack, self._raw_options(token, source))
-            self.stack = result.stack
+            result = self._scan(source, self._raw_options(token, source))
             return not (hidden or result.removed)
         if token.type in ("fence", "code_block") and hidden:
             if not self.stack:
@@ -750,12 +753,18 @@ class _Stripper:
             # removed part (markdown-it saw the opening one inside an HTML block).
             assert token.map is not None
             source = "\n".join(self.source_lines[token.map[0] : token.map[1]])
-            self.stack = scan(source, self.stack, self._raw_options(token, source)).stack
+            self._scan(source, self._raw_options(token, source))
             return False
         if token.nesting != 0:
             return True  # structure; containers left empty are pruned afterwards
         # Code blocks, fences, thematic breaks: opaque, kept or dropped whole.
         return not hidden
+
+    def _scan(self, text: str, options: ScanOptions) -> ScanResult:
+        """Scan `text` with the regions open before it, which it leaves open after it."""
+        result = scan(text, self.stack, options)
+        self.stack, self.held = result.stack, result.held
+        return result
 
     def _raw_options(self, token: Token, text: str) -> ScanOptions:
         """How to scan a block's `text` as written, its closers judged in the whole source too."""
@@ -769,6 +778,7 @@ class _Stripper:
             # The rest of a closing line is raw HTML up to its first blank line.
             raw_html_end=_first_blank_line(text) if rest_of_closing_line else len(text),
             in_footnote=self._starts_footnote(token),
+            held=self.held,
         )
 
     def _starts_footnote(self, token: Token) -> bool:
@@ -901,8 +911,7 @@ class _Stripper:
             self.cut_level = heading[1]
             return False
         if container_opener(first_line.strip(" \t")):
-            result = scan(content, self.stack, self._raw_options(token, content))
-            self.stack = result.stack
+            result = self._scan(content, self._raw_options(token, content))
             token.content = remove_ranges(content, result.removed)
             return not result.stack and bool(token.content.strip())
         return True
@@ -912,7 +921,7 @@ class _Stripper:
         may have forgotten to close it before a GM part: from the first GM-only form in
         it (opener, GM heading line or GM heading element) on, its content is removed."""
         content = token.content
-        result = scan(content, self.stack, self._raw_options(token, content))
+        result = self._scan(content, self._raw_options(token, content))
         cut = min((start for start, _ in result.removed), default=len(content))
         headings = [(heading.start, heading.level) for heading, verdict in judged_html_headings(content) if verdict]
         line = gm_heading_line(content, after_any_line=True)
@@ -922,7 +931,6 @@ class _Stripper:
             self.cut_level = heading[1]
         kept = content[:cut]
         token.content = kept if not kept or kept.endswith("\n") else kept.rstrip(" \t") + "\n"
-        self.stack = result.stack
 
     def _at_depth(self, frame: Frame) -> Frame:
         """A region left open by a removed block, read at the quotes and list items around
@@ -938,13 +946,21 @@ class _Stripper:
         are read both at a line's start and after the pipe they follow, and the reading
         leaving more regions open wins: `:::gm` there opens, `:::` there closes nothing.
         Table rows in text nested too deep are read as written and one cell a line."""
-        stack, kept = self._dropped_reading(text)
+        stack, held, kept, scanned = self._dropped_reading(text)
         other = _other_dropped_reading(text, mid_row=mid_row)
         if other != text:
-            other_stack, other_kept = self._dropped_reading(other)
-            if len(other_stack) > len(stack):
-                stack, kept = other_stack, other_kept
-        self.stack = stack
+            # The other reading starts from the regions open before the text too: the first
+            # one's changes are set aside (not the whole stack copied), and put back if it wins.
+            first = stack[scanned.unchanged :]
+            restore(scanned)
+            other_stack, other_held, other_kept, other_scanned = self._dropped_reading(other)
+            if len(other_stack) > scanned.unchanged + len(first):
+                stack, held, kept = other_stack, other_held, other_kept
+            else:
+                stack = restore(other_scanned)
+                del stack[scanned.unchanged :]
+                stack.extend(first)
+        self.stack, self.held = stack, held
         self._continue_open_heading(kept)
         for block in (kept, *dropped_blocks(kept)):
             for heading, verdict in judged_html_headings(block):
@@ -954,8 +970,9 @@ class _Stripper:
             if line is not None:
                 self._cut_from(line[1])
 
-    def _dropped_reading(self, text: str) -> tuple[list[Frame], str]:
-        """The regions open after dropped `text` and the text kept of it. A line that
+    def _dropped_reading(self, text: str) -> tuple[list[Frame], int, str, ScanResult]:
+        """The regions open after dropped `text`, how many of them are held, the text kept
+        of it, and the scan of it (which changed `stack` in place). A line that
         removing a part glued into a GM container's opening line (a cell beyond the
         header `%% x %%:::gm`) opens the container there, as a paragraph's line does
         (`_open_glued_containers`)."""
@@ -963,12 +980,17 @@ class _Stripper:
         kept = remove_ranges(text, result.removed)
         glued = _scan_glued_container(kept, self._dropped_options) if kept != text else None
         if glued is None:
-            return result.stack, kept
-        return glued.stack + result.stack, remove_ranges(kept, glued.removed)
+            return result.stack, result.held, kept, result
+        # Text kept means no region was open at some point of it: none is held.
+        return glued.stack + result.stack, 0, remove_ranges(kept, glued.removed), result
 
     def _dropped_options(self, text: str) -> ScanOptions:
         return ScanOptions(
-            fences=True, inert=_inert_test(text, raw_html=False), unrendered=_opened_before, depth=self.depth
+            fences=True,
+            inert=_inert_test(text, raw_html=False),
+            unrendered=_opened_before,
+            depth=self.depth,
+            held=self.held,
         )
 
     def _strip_inline(self, token: Token, parent: Token | None) -> None:
@@ -1062,7 +1084,8 @@ class _Stripper:
         if result is None:
             return kept
         # What opened later in the token (and ran to its end) stays above the container.
-        self.stack = result.stack + self.stack
+        # Text kept means no region was open at some point of it: none is held.
+        self.stack, self.held = result.stack + self.stack, 0
         self.cells_read_as_lines = self.cells_read_as_lines or (in_cell and bool(result.stack))
         return remove_ranges(kept, result.removed).strip()
 
@@ -1084,9 +1107,8 @@ class _Stripper:
                 self.parsed_inline[id(token)] = (token.content, children)
             else:
                 code = known
-        result = scan(
+        result = self._scan(
             token.content,
-            self.stack,
             ScanOptions(
                 code=code,
                 escapes=True,
@@ -1098,9 +1120,9 @@ class _Stripper:
                 depth=self.depth,
                 lazy_lines=self._lazy_lines(token) if self.depth and not in_cell else frozenset(),
                 in_footnote=self._starts_footnote(token),
+                held=self.held,
             ),
         )
-        self.stack = result.stack
         return remove_ranges(token.content, result.removed).strip()
 
     def _lazy_lines(self, token: Token) -> frozenset[int]:

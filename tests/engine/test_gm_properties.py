@@ -19,7 +19,7 @@ from hypothesis import HealthCheck, given, note, settings
 from engine.markdown import render_public
 from engine.markdown_regions import remove_ranges
 from tests.engine.gm_documents import GeneratedDocument, documents
-from tests.engine.render_growth import ordinary_markdown_cpu_s, render_cpu_s, timed_render
+from tests.engine.render_growth import cpu_ratio_of_8x_the_input, ordinary_markdown_cpu_s, render_cpu_s, timed_render
 
 _FUZZ_EXAMPLES = int(os.environ.get("GM_FUZZ_EXAMPLES", "0"))
 _CANARY = re.compile("canary", re.IGNORECASE)
@@ -165,6 +165,22 @@ class TestBoundedTime:
         ordinary = max(before, ordinary_markdown_cpu_s(_SIZE))
         assert cpu < _LARGE_DOCUMENT_CPU_RATIO * ordinary, f"{cpu:.2f} s; ordinary Markdown {ordinary:.3f} s"
         assert not _CANARY.search(public.markdown)
+
+    @pytest.mark.parametrize(
+        ("opener", "block"),
+        [
+            ("> ::: gm\n", "\n[^1]: x\n\ny\n"),
+            ("> ::: gm\n", "\n| a |\n| - |\n| b | c |\n"),
+            ("> ::: gm\n\n", "y\n\n"),
+            ('> <section class="secret">\n\n', "[^1]: x\n\ny\n\n"),
+            ('> <section class="secret">\n>\n> ::: gm\n\n', "<div>y</div>\n\n"),
+        ],
+    )
+    def test_regions_left_open_cost_no_later_block_their_number(self, opener: str, block: str) -> None:
+        # Each later block (entering a footnote, a dropped cell's two readings) copied or
+        # rebuilt every open region: 8x the input took 40-60x the time. Linear: about 8.
+        ratio = cpu_ratio_of_8x_the_input(lambda count: opener * count + block * count, 100)
+        assert ratio < 20, ratio
 
     def test_many_ranges_on_one_line_are_removed_in_linear_time(self) -> None:
         # Each range searched its whole line for its line breaks, both ways: 8x the ranges
