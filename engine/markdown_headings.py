@@ -12,6 +12,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 
 from engine.html_tags import Tag, element_tags, html_text, tags
+from engine.markdown_regions import container_line
 from engine.markdown_text import FOOTNOTE_LABEL, fold_lookalikes, folds_to_none_of, without_container_prefix
 
 # Emphasis, strikethrough, highlight (Obsidian's `==`) and code-span markers (underscores
@@ -213,7 +214,8 @@ def gm_heading_line(text: str, *, after_any_line: bool = False, in_html: bool = 
     fence never closed, any line may follow the closing fence its author forgot (`code`,
     `GM`, `===`). With `in_html` (the text of an HTML block), a line ending in a tag ends
     that text too: Pandoc reads the Markdown after such a line as blocks of their own
-    (`<div>`, `GM`, `===`, `</div>` is a heading there)."""
+    (`<div>`, `GM`, `===`, `</div>` is a heading there). A container's opening or
+    closing line always ends it."""
     atx = None if folds_to_none_of(text, "#") else _gm_atx_line(text)
     setext = _gm_setext_lines(text, after_any_line, in_html) if _MAY_HOLD_UNDERLINE.search(text) else None
     found = [heading for heading in (atx, setext) if heading is not None]
@@ -263,8 +265,15 @@ def _gm_setext_lines(text: str, after_any_line: bool, in_html: bool) -> tuple[in
             if after_any_line and is_gm_heading_text(" ".join(map(_heading_text_of_line, last_text_lines(run)))):
                 return last_start, level
         tag = _UP_TO_LAST_TAG.match(line) if in_html else None
-        # In HTML, a line ending in a tag ends the text as a blank line does.
-        if underline or not line.strip(" \t") or (tag is not None and not line[tag.end() :].strip(" \t")):
+        # In HTML, a line ending in a tag ends the text as a blank line does; so does a
+        # container's opening or closing line (`::: note`, `:::`), a block of its own to
+        # Pandoc and markdown-it-container (`::: note`, `GM`, `===` is a heading there).
+        if (
+            underline
+            or not line.strip(" \t")
+            or (tag is not None and not line[tag.end() :].strip(" \t"))
+            or container_line(without_container_prefix(line)) is not None
+        ):
             run_start, run = offset + len(line) + 1, []
         elif tag is not None:
             # Pandoc reads the text after a block tag as blocks of their own (`<div>`,

@@ -85,6 +85,8 @@ _SECTION_REST_LINES_ENV_KEY = "gm_section_rest_lines"
 _RAW_HTML_READ_ENV_KEY = "gm_raw_html_read"
 # A line holding only spaces and tabs (markdown-it's blank line), within a text.
 _BLANK_LINE = re.compile(r"(?:^|(?<=\n))[ \t]*(?:\n|$)")
+# A pipe that is no escaped character: a line without one is no row of a Pandoc pipe table.
+_UNESCAPED_PIPE = re.compile(r"(?<!\\)\|")
 _PARSED_INLINE_ENV_KEY = "gm_parsed_inline"
 _CODE_SPAN_MEMO_ENV_KEY = "gm_code_span_memo"
 # What can make the text of parsed inline Markdown read as a GM name where its raw text does
@@ -566,6 +568,8 @@ class _Stripper:
         # Whether a cell of the table being read opened a container glued by removing a
         # part: its rows are then read as the author's lines, a `:::` row closing it.
         self.cells_read_as_lines = False
+        # The row of the table being read where a GM heading starts to Pandoc, and its level.
+        self.gm_row: tuple[int, int] | None = None
         # Level of the GM heading whose section is being cut, if any.
         self._cut_level: int | None = None
         # The block being read, and the GM footnote the cut started in (None: the document).
@@ -644,6 +648,25 @@ class _Stripper:
             self.cut_footnote = footnote_of(self.state.env, self.token_map)
         self._cut_level = level
 
+    def _gm_heading_row(self, table: Token) -> tuple[int, int] | None:
+        """(line, level) of the body row where a GM heading starts as Pandoc reads the
+        table, None when there is none. A row without a pipe (`| a |`, `| - |`, `GM`,
+        `===`) is one more row to GFM, but Pandoc's pipe table rows need one: the table
+        ends there, and that line and the ones after it are a paragraph's, a setext
+        heading's text when an underline follows (a row, or the line after the table)."""
+        if table.map is None:
+            return None
+        start, end = table.map
+        for row in range(start + 2, end):
+            if not _UNESCAPED_PIPE.search(self.source_lines[row]):
+                text = "\n".join(self.source_lines[row : end + 1])
+                heading = gm_heading_line(text)
+                if heading is None:
+                    return None
+                line = row + text.count("\n", 0, heading[0])
+                return (line, heading[1]) if line < end else None
+        return None
+
     def _ends_cut_from_footnote(self, token: Token) -> bool:
         """Whether a heading may end the cut as far as footnotes go: one in a GM footnote's
         text ends only a cut started in the same footnote."""
@@ -697,6 +720,14 @@ class _Stripper:
         if token.type == "table_open":
             self.opened_before_table = len(self.stack)
             self.cells_read_as_lines = False
+            self.gm_row = self._gm_heading_row(token)
+        if (
+            token.type == "tr_open"
+            and self.gm_row is not None
+            and token.map is not None
+            and token.map[0] == self.gm_row[0]
+        ):
+            self._cut_from(self.gm_row[1])
         if token.type == DROPPED_TEXT:
             self._read_dropped(token.content, mid_row=bool(token.meta.get("mid_row")))
             return False
@@ -1029,6 +1060,11 @@ class _Stripper:
         # HTML heading element among any inline text, a heading's too (a heading in a
         # browser, which ends the heading around it).
         line = gm_heading_line(kept) if line_start or in_cell else None
+        if setext and line is None and parent is not None:
+            # Its underline ends the text of a GM heading among the lines after a
+            # container's opening or closing line (`::: note`, `GM`, `---`: one heading to
+            # markdown-it, a div holding a GM heading to Pandoc and markdown-it-container).
+            line = gm_heading_line(f"{kept}\n{parent.markup * 3}")
         found = [line] if line is not None else []
         judged = self._html_heading_to_judge(kept)
         if judged is not None and judged[1]:
