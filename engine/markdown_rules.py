@@ -710,6 +710,7 @@ class _Stripper:
             raw_html=token.type == "html_block" or rest_of_closing_line,
             # The rest of a closing line is raw HTML up to its first blank line.
             raw_html_end=_first_blank_line(text) if rest_of_closing_line else len(text),
+            html_block_text=token.type == "html_block" and not rest_of_closing_line,
         )
 
     def _rest_of_closing_line(self, token: Token) -> bool:
