@@ -233,6 +233,10 @@ def _line_kinds(
     # In a run of paragraph lines in a quote or list item from one holding a `|`: maybe a
     # table's rows (a body row needs no `|`), which no lazy line continues.
     in_row = False
+    # The columns where the list items surely holding the line put their text, outermost
+    # first: a line there is indented from that column, not the margin (`-  <section`,
+    # blank line, `    <script>` is an HTML block in the item, not indented code).
+    items: list[int] = []
     for written in lines:
         quotes = _quotes_before(written, without_container_prefix(written))
         stripped_markers.append(quotes if html_end is None else min(quotes, html_quotes))
@@ -241,6 +245,8 @@ def _line_kinds(
         if in_paragraph and _LIST_MARKER_NOT_ONE.match(line):
             after_prefix = line  # only a list starting at 1 interrupts a paragraph
         content = after_prefix.lstrip(" ")
+        in_block = fence is not None or html_end is not None
+        item_indent = _follow_items(items, line, after_prefix, content, quotes, in_block)
         code.append(fence is not None or (html_end is not None and html_indented))
         if fence is not None and not fence.ended_by(line, after_prefix):
             raw.append(False)
@@ -281,7 +287,7 @@ def _line_kinds(
         openers = _INTERRUPTING_HTML_SEQUENCES if in_paragraph else HTML_SEQUENCES
         start = next((sequence for sequence in openers if sequence[0].search(content)), None)
         raw.append(start is not None)
-        html_indented = len(after_prefix) - len(content) >= 4
+        html_indented = len(after_prefix) - len(content) - item_indent >= 4
         code[-1] = start is not None and html_indented
         in_paragraph = start is None and bool(content.strip())
         text_line = start is None and bool(content.strip(_BLANK))
@@ -294,6 +300,36 @@ def _line_kinds(
             html_quotes = quotes
             html_column = len(line) - len(content)
     return _LineKinds(raw, stripped_markers, code)
+
+
+def _follow_items(items: list[int], line: str, after_prefix: str, content: str, quotes: int, in_block: bool) -> int:
+    """Update `items` (see `_line_kinds`) for `line` and return the column of the
+    innermost one holding it, 0 when none surely does. Only ever too few: a line less
+    indented than an item's text ends it here (a lazy line may not, read as indented
+    code from further left, as before), and a quote, a marker in a fence or an HTML
+    block, a thematic break or an item starting with indented code clear them."""
+    if not content.strip(_BLANK):
+        return items[-1] if items and line is after_prefix else 0
+    if quotes or _THEMATIC_BREAK_LINE.match(line):
+        items.clear()
+        return 0
+    if line is after_prefix or len(after_prefix) == len(line):
+        indent = len(line) - len(content)
+        while items and items[-1] > indent:
+            items.pop()
+        return items[-1] if items else 0
+    # A line opening list items: they hold the lines indented to its text.
+    marker_indent = len(line) - len(line.lstrip(" "))
+    while items and items[-1] > marker_indent:
+        items.pop()
+    if in_block or len(after_prefix) - len(content) >= 4:
+        items.clear()
+    else:
+        items.append(len(line) - len(content))
+    return 0
+
+
+_THEMATIC_BREAK_LINE = re.compile(rf" {{0,3}}{THEMATIC_BREAK}")
 
 
 def _line_flag(flags: list[bool], line_starts: list[int], source_at: int) -> bool:
