@@ -104,10 +104,12 @@ class SourceInert:
         # A tag, attribute value or bogus comment left open at the end of an HTML block
         # runs on over the Markdown text after it as markdown-it writes it: in `<div
         # title="x`, blank line, `a " b >`, `</section>`, the end tag is in the value.
-        # Its places are read with what a browser does not see of that text too.
+        # Its places are read with what a browser does not see of that text too, and, as
+        # a browser reads it, not in a comment (`<!--`, `<a title="x`, `-->`: text).
         as_rendered = _as_rendered(lines, raw_html_lines)
         if as_rendered != lines:
-            found = found + inert_spans("\n".join(as_rendered), in_raw_html, in_code).found
+            rendered = inert_spans("\n".join(as_rendered), in_raw_html, in_code, browser_comments=True)
+            found = found + rendered.found
         return found
 
     def test_for(self, line_map: list[int] | None, text: str, own: InertTest) -> InertTest:
