@@ -64,7 +64,8 @@ class SourceInert:
             offset += len(line) + 1
         kinds = _line_kinds(self.lines)
         self.raw_html_lines, self.code_lines = kinds.raw_html, kinds.code
-        self.places = inert_spans(source, self.in_raw_html, self.in_code)
+        self.item_columns = kinds.item_columns
+        self.places = inert_spans(source, self.in_raw_html, self.in_code, item_column_at=self._item_column_at)
         # A line opening a tag alone after one that may be a block of its own (`# H`,
         # `***`, `[a]: /u`, a setext underline) may start an HTML block where the lines
         # read as a paragraph's would go on with it (or go on with a lazy paragraph): the
@@ -89,18 +90,19 @@ class SourceInert:
         raw_html_lines = kinds.raw_html
         in_raw_html = partial(_line_flag, raw_html_lines, self.line_starts)
         in_code = partial(_line_flag, kinds.code, self.line_starts)
+        item_column_at = partial(_line_value, kinds.item_columns, self.line_starts)
         found: list[tuple[int, int]] = []
         if kinds is not read:
-            if kinds.raw_html == read.raw_html and kinds.code == read.code:
+            if kinds.raw_html == read.raw_html and kinds.code == read.code and kinds.item_columns == read.item_columns:
                 return found
-            found = inert_spans("\n".join(self.lines), in_raw_html, in_code).found
+            found = inert_spans("\n".join(self.lines), in_raw_html, in_code, item_column_at=item_column_at).found
         lines = self.lines
         if any(kinds.stripped_markers):
             # A tag or bogus comment in a quote runs on over the next line's markers, which
             # markdown-it strips: in `> <?x` newline `> </section>`, the `>` that ends it
             # is the end tag's. Its places are read without those markers too.
             lines = list(map(_without_quote_markers, lines, kinds.stripped_markers))
-            found = found + inert_spans("\n".join(lines), in_raw_html, in_code).found
+            found = found + inert_spans("\n".join(lines), in_raw_html, in_code, item_column_at=item_column_at).found
         # A tag, attribute value or bogus comment left open at the end of an HTML block
         # runs on over the Markdown text after it as markdown-it writes it: in `<div
         # title="x`, blank line, `a " b >`, `</section>`, the end tag is in the value.
@@ -108,7 +110,9 @@ class SourceInert:
         # a browser reads it, not in a comment (`<!--`, `<a title="x`, `-->`: text).
         as_rendered = _as_rendered(lines, raw_html_lines)
         if as_rendered != lines:
-            rendered = inert_spans("\n".join(as_rendered), in_raw_html, in_code, browser_comments=True)
+            rendered = inert_spans(
+                "\n".join(as_rendered), in_raw_html, in_code, browser_comments=True, item_column_at=item_column_at
+            )
             found = found + rendered.found
         return found
 
@@ -146,6 +150,9 @@ class SourceInert:
     def in_raw_html(self, source_at: int) -> bool:
         """Whether a source position is in an HTML block (see `_LineKinds.raw_html`)."""
         return _line_flag(self.raw_html_lines, self.line_starts, source_at)
+
+    def _item_column_at(self, source_at: int) -> int:
+        return _line_value(self.item_columns, self.line_starts, source_at)
 
     def in_code(self, source_at: int) -> bool:
         """Whether a source position may be in a code block (see `_LineKinds.code`)."""
@@ -208,6 +215,8 @@ class _LineKinds:
     code: list[bool]
     """May be code, written escaped: a fence's line, or an HTML block's whose first line is
     indented four columns (an indented code block, unless deep in a list item)."""
+    item_columns: list[int]
+    """Where the text of the list items surely holding the line starts (see `_follow_items`)."""
 
 
 def _line_kinds(
@@ -239,6 +248,7 @@ def _line_kinds(
     # first: a line there is indented from that column, not the margin (`-  <section`,
     # blank line, `    <script>` is an HTML block in the item, not indented code).
     items: list[int] = []
+    item_columns: list[int] = []
     for written in lines:
         quotes = _quotes_before(written, without_container_prefix(written))
         stripped_markers.append(quotes if html_end is None else min(quotes, html_quotes))
@@ -249,6 +259,7 @@ def _line_kinds(
         content = after_prefix.lstrip(" ")
         in_block = fence is not None or html_end is not None
         item_indent = _follow_items(items, line, after_prefix, content, quotes, in_block)
+        item_columns.append(item_indent)
         code.append(fence is not None or (html_end is not None and html_indented))
         if fence is not None and not fence.ended_by(line, after_prefix):
             raw.append(False)
@@ -301,7 +312,7 @@ def _line_kinds(
             html_end = start[1]
             html_quotes = quotes
             html_column = len(line) - len(content)
-    return _LineKinds(raw, stripped_markers, code)
+    return _LineKinds(raw, stripped_markers, code, item_columns)
 
 
 def _follow_items(items: list[int], line: str, after_prefix: str, content: str, quotes: int, in_block: bool) -> int:
@@ -337,6 +348,11 @@ _THEMATIC_BREAK_LINE = re.compile(rf" {{0,3}}{THEMATIC_BREAK}")
 def _line_flag(flags: list[bool], line_starts: list[int], source_at: int) -> bool:
     """The flag of the line a source position is on."""
     return flags[bisect_right(line_starts, source_at) - 1]
+
+
+def _line_value(values: list[int], line_starts: list[int], source_at: int) -> int:
+    """The value of the line a source position is on."""
+    return values[bisect_right(line_starts, source_at) - 1]
 
 
 def _quotes_before(line: str, rest: str) -> int:
