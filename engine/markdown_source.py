@@ -335,8 +335,12 @@ def _follow_items(items: list[int], line: str, after_prefix: str, content: str, 
     marker_indent = len(line) - len(line.lstrip(" "))
     while items and items[-1] > marker_indent:
         items.pop()
-    if in_block or len(after_prefix) - len(content) >= 4:
+    if in_block:
         items.clear()
+    elif len(after_prefix) - len(content) >= 4:
+        # Five columns or more after the marker: its text starts one column after it, and
+        # the line is indented code there (`-     x`).
+        items.append(len(line) - len(after_prefix))
     else:
         items.append(len(line) - len(content))
     return 0
