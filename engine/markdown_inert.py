@@ -41,7 +41,7 @@ _RAW_TEXT = ("script", "style", "pre", "textarea", "title", "xmp", "iframe", "no
 # by a letter.
 _BOGUS_COMMENT = r"<\?|<!(?!--)|</(?![A-Za-z])"
 _EVENTS = re.compile(
-    rf"`+|\\.|\n[ \t]*(?=\n)|\[|\][(:]?|<(?:{'|'.join(_RAW_TEXT)}|plaintext)(?=[\s>/])|<[A-Za-z]|{_BOGUS_COMMENT}",
+    rf"`+|\\.|\n[ \t]*(?=\n)|\[|\][(:]?|<(?:{'|'.join(_RAW_TEXT)}|plaintext)(?=[\s>/])|<[A-Za-z]|{_BOGUS_COMMENT}|<!--",
     re.I,
 )
 _BLANK_LINE = re.compile(r"\n[ \t]*(?=\n)")
@@ -52,7 +52,12 @@ _LITERAL_CLOSERS = {closer: re.compile(re.escape(closer)) for closer in (">", "]
 
 
 def inert_spans(
-    text: str, raw_html_at: Callable[[int], bool] | None = None, code_at: Callable[[int], bool] | None = None
+    text: str,
+    raw_html_at: Callable[[int], bool] | None = None,
+    code_at: Callable[[int], bool] | None = None,
+    *,
+    browser_comments: bool = False,
+    item_column_at: Callable[[int], int] | None = None,
 ) -> InertSpans:
     """The (start, end) ranges of `text` where a closer is not trusted.
 
@@ -63,7 +68,12 @@ def inert_spans(
     reads `a<b` or an unclosed quote there as text; a raw-text element opened there is
     raw inline HTML and runs on to an end tag written as is (a `<pre>`, to its
     paragraph's end at the latest). `code_at` says where a line may be a code block's,
-    whose end tags markdown-it writes escaped.
+    whose end tags markdown-it writes escaped; `item_column_at`, where the text of the
+    list items surely holding a line starts (its indentation counts from there). With
+    `browser_comments` (the text as a
+    browser reads it), a comment opened in raw HTML, outside a raw-text element, holds no
+    tag up to the first `-->` after it, wherever that is (the earliest a browser may end
+    it).
     """
     blank_lines = [match.start() for match in _BLANK_LINE.finditer(text)]
 
@@ -104,8 +114,9 @@ def inert_spans(
     last_run_end = 0  # where the last backtick run read ends
     instruction_close = -1  # where the next `?>` starts (len(text): none)
     code_spans = _BacktickRuns(text, blank_lines)
-    end_tags = _MarkdownEndTags(text, blank_lines, in_markdown, code_at)
+    end_tags = _MarkdownEndTags(text, blank_lines, in_markdown, code_at, item_column_at)
     brackets: list[int] = []
+    raw_text_end = 0  # where the last raw-text element read ends
     position = 0
     while True:
         match = _EVENTS.search(text, position)
@@ -129,6 +140,10 @@ def inert_spans(
                     position = last_run_end = closer + len(event)
                 else:
                     doubt = True
+        elif event == "<!--":
+            if browser_comments and not in_markdown(start) and start >= raw_text_end:
+                comment_end = text.find("-->", start + 2)
+                position = len(text) if comment_end < 0 else comment_end + len("-->")
         elif event[0] == "\\":
             spans.append((start, position))
             if event[1] == "`":
@@ -163,6 +178,7 @@ def inert_spans(
             # Read on inside it: a tag there (a browser reads them in `<pre>`) holding a
             # closer is a place of its own, when an opener is in there too.
             spans.append((start, end))
+            raw_text_end = max(raw_text_end, end)
         elif event[1:].casefold() == "plaintext":  # text to the end of the document
             end = limit_for(start)
             spans.append((start, end))
@@ -258,11 +274,13 @@ class _MarkdownEndTags:
         blank_lines: list[int],
         in_markdown: Callable[[int], bool],
         code_at: Callable[[int], bool] | None,
+        item_column_at: Callable[[int], int] | None,
     ) -> None:
         self._text = text
         self._blank_lines = blank_lines
         self._in_markdown = in_markdown
         self._code_at = code_at
+        self._item_column_at = item_column_at
         # Found on the first question: most texts have no raw-text element.
         self._escaping: list[int] | None = None
         self._newlines: list[int] = []
@@ -285,7 +303,13 @@ class _MarkdownEndTags:
             return False
         line = bisect_right(self._newlines, at) - 1
         prefix = _LINE_PREFIX.match(text, self._newlines[line] + 1 if line >= 0 else 0, at)
-        return prefix is None or not ("\t" in prefix.group() or "    " in prefix.group())
+        if prefix is None:
+            return True
+        if self._item_column_at is not None and not prefix.group().strip(" \t"):
+            # Indented from the text of the list items holding the line (`-  x`, then
+            # `    <xmp>a</xmp>` is indented one column in the item).
+            return len(prefix.group().expandtabs(4)) - self._item_column_at(at) < 4
+        return not ("\t" in prefix.group() or "    " in prefix.group())
 
 
 _BACKTICK_RUN = re.compile(r"`+")

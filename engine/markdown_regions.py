@@ -239,6 +239,8 @@ class ScanOptions:
     # document's flow, and no closer in it ends them. A count, not a mark on each frame,
     # so that entering a footnote costs nothing however many regions are open.
     held: int = 0
+    # Whether the text is an HTML block's from its opening line, which says what ends it.
+    html_block_text: bool = False
 
 
 @dataclass(frozen=True, slots=True)
@@ -686,11 +688,16 @@ class _Scanner:
             self._delete(-1)
         code_indent, code_text = _indentation(without_container_prefix(line))
         blank = not code_text.strip()
-        self.in_indented_code = not blank and code_indent >= 4 and (self.previous_blank or self.in_indented_code)
-        self._follow_html_block(position, line, code_text, code_indent)
-        # After a heading or a thematic break as after a blank line: no paragraph goes
-        # on there, so an indented line starts code.
-        self.previous_blank = blank or (code_indent < 4 and bool(_ENDS_ITS_BLOCK.match(code_text)))
+        ended_html_block = self._follow_html_block(position, line, code_text, code_indent)
+        # A line of an HTML block is the block's, however indented: a comment's, a
+        # `<script>`'s, ... goes on past blank lines to the line holding its closer
+        # (`<!--`, blank line, `    -->` ends it for markdown-it and a browser).
+        code_may_start = self.previous_blank or self.in_indented_code
+        self.in_indented_code = not blank and code_indent >= 4 and code_may_start and not self.html_block
+        # After a heading, a thematic break or an HTML block ending on its line (`-->`,
+        # `?>`, `</script>`, ...) as after a blank line: no paragraph goes on there, so an
+        # indented line starts code.
+        self.previous_blank = blank or ended_html_block or (code_indent < 4 and bool(_ENDS_ITS_BLOCK.match(code_text)))
         if blank:
             self.last_blank_line = position
         top = self.stack[-1] if self.stack else None
@@ -747,13 +754,15 @@ class _Scanner:
             return after
         return None
 
-    def _follow_html_block(self, position: int, line: str, code_text: str, code_indent: int) -> None:
+    def _follow_html_block(self, position: int, line: str, code_text: str, code_indent: int) -> bool:
         """Whether the raw line at `position` is in an HTML block (`html_block`), and what
         ends the block the next line would be in. An HTML block starts a block (after a
         blank line, a heading or a rule), or all but the last kind may interrupt a
         paragraph; it goes on to a blank line. A comment, a `<script>`, a `<?...?>`, ...
         ends with the line holding its closing sequence, blank lines or not (`<?x?>`, then
-        a paragraph). `code_text` is the line's text after its markers and indentation."""
+        a paragraph). `code_text` is the line's text after its markers and indentation.
+        Returns whether the line ends such a block (surely in it): no paragraph is open
+        after it."""
         blank = not code_text.strip()
         closing = self.html_block_closing
         where = _block_position(line, code_text)
@@ -764,10 +773,18 @@ class _Scanner:
             kinds = (kind for kind in HTML_SEQUENCES if starts_block or kind[2])
             closing = next((ends for opening, ends, _ in kinds if opening.match(code_text)), None)
             self.html_block_at, self.html_block_unsure = where, False
+        elif position == 0 and self.options.html_block_text:
+            # An HTML block's own text: its first line says what ends it (a comment's goes
+            # on past blank lines to its `-->`, however indented that line is).
+            kinds = (kind for kind in HTML_SEQUENCES if kind[0].match(code_text))
+            closing = next((ends for _, ends, _ in kinds), closing)
         elif closing is not None and _outside(where, self.html_block_at, blank):
             self.html_block_unsure = True
         self.html_block = closing is not None and not blank and not self.html_block_unsure
+        ends_on_its_line = closing is not None and closing.pattern != _HTML_BLOCK_ENDS_AT_BLANK_LINE.pattern
+        ended = ends_on_its_line and closing is not None and closing.search(code_text) is not None
         self.html_block_closing = None if closing is None or closing.search(code_text) else closing
+        return ended and self.html_block
 
     def _items_around(self, line: str) -> int:
         """How many list items of the raw lines read so far hold `line` by its indentation

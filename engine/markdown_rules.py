@@ -810,6 +810,7 @@ class _Stripper:
             raw_html_end=_first_blank_line(text) if rest_of_closing_line else len(text),
             in_footnote=self._starts_footnote(token),
             held=self.held,
+            html_block_text=token.type == "html_block" and not rest_of_closing_line,
         )
 
     def _starts_footnote(self, token: Token) -> bool:

@@ -64,7 +64,8 @@ class SourceInert:
             offset += len(line) + 1
         kinds = _line_kinds(self.lines)
         self.raw_html_lines, self.code_lines = kinds.raw_html, kinds.code
-        self.places = inert_spans(source, self.in_raw_html, self.in_code)
+        self.item_columns = kinds.item_columns
+        self.places = inert_spans(source, self.in_raw_html, self.in_code, item_column_at=self._item_column_at)
         # A line opening a tag alone after one that may be a block of its own (`# H`,
         # `***`, `[a]: /u`, a setext underline) may start an HTML block where the lines
         # read as a paragraph's would go on with it (or go on with a lazy paragraph): the
@@ -89,25 +90,30 @@ class SourceInert:
         raw_html_lines = kinds.raw_html
         in_raw_html = partial(_line_flag, raw_html_lines, self.line_starts)
         in_code = partial(_line_flag, kinds.code, self.line_starts)
+        item_column_at = partial(_line_value, kinds.item_columns, self.line_starts)
         found: list[tuple[int, int]] = []
         if kinds is not read:
-            if kinds.raw_html == read.raw_html and kinds.code == read.code:
+            if kinds.raw_html == read.raw_html and kinds.code == read.code and kinds.item_columns == read.item_columns:
                 return found
-            found = inert_spans("\n".join(self.lines), in_raw_html, in_code).found
+            found = inert_spans("\n".join(self.lines), in_raw_html, in_code, item_column_at=item_column_at).found
         lines = self.lines
         if any(kinds.stripped_markers):
             # A tag or bogus comment in a quote runs on over the next line's markers, which
             # markdown-it strips: in `> <?x` newline `> </section>`, the `>` that ends it
             # is the end tag's. Its places are read without those markers too.
             lines = list(map(_without_quote_markers, lines, kinds.stripped_markers))
-            found = found + inert_spans("\n".join(lines), in_raw_html, in_code).found
+            found = found + inert_spans("\n".join(lines), in_raw_html, in_code, item_column_at=item_column_at).found
         # A tag, attribute value or bogus comment left open at the end of an HTML block
         # runs on over the Markdown text after it as markdown-it writes it: in `<div
         # title="x`, blank line, `a " b >`, `</section>`, the end tag is in the value.
-        # Its places are read with what a browser does not see of that text too.
+        # Its places are read with what a browser does not see of that text too, and, as
+        # a browser reads it, not in a comment (`<!--`, `<a title="x`, `-->`: text).
         as_rendered = _as_rendered(lines, raw_html_lines)
         if as_rendered != lines:
-            found = found + inert_spans("\n".join(as_rendered), in_raw_html, in_code).found
+            rendered = inert_spans(
+                "\n".join(as_rendered), in_raw_html, in_code, browser_comments=True, item_column_at=item_column_at
+            )
+            found = found + rendered.found
         return found
 
     def test_for(self, line_map: list[int] | None, text: str, own: InertTest) -> InertTest:
@@ -144,6 +150,9 @@ class SourceInert:
     def in_raw_html(self, source_at: int) -> bool:
         """Whether a source position is in an HTML block (see `_LineKinds.raw_html`)."""
         return _line_flag(self.raw_html_lines, self.line_starts, source_at)
+
+    def _item_column_at(self, source_at: int) -> int:
+        return _line_value(self.item_columns, self.line_starts, source_at)
 
     def in_code(self, source_at: int) -> bool:
         """Whether a source position may be in a code block (see `_LineKinds.code`)."""
@@ -206,6 +215,8 @@ class _LineKinds:
     code: list[bool]
     """May be code, written escaped: a fence's line, or an HTML block's whose first line is
     indented four columns (an indented code block, unless deep in a list item)."""
+    item_columns: list[int]
+    """Where the text of the list items surely holding the line starts (see `_follow_items`)."""
 
 
 def _line_kinds(
@@ -233,6 +244,11 @@ def _line_kinds(
     # In a run of paragraph lines in a quote or list item from one holding a `|`: maybe a
     # table's rows (a body row needs no `|`), which no lazy line continues.
     in_row = False
+    # The columns where the list items surely holding the line put their text, outermost
+    # first: a line there is indented from that column, not the margin (`-  <section`,
+    # blank line, `    <script>` is an HTML block in the item, not indented code).
+    items: list[int] = []
+    item_columns: list[int] = []
     for written in lines:
         quotes = _quotes_before(written, without_container_prefix(written))
         stripped_markers.append(quotes if html_end is None else min(quotes, html_quotes))
@@ -241,6 +257,9 @@ def _line_kinds(
         if in_paragraph and _LIST_MARKER_NOT_ONE.match(line):
             after_prefix = line  # only a list starting at 1 interrupts a paragraph
         content = after_prefix.lstrip(" ")
+        in_block = fence is not None or html_end is not None
+        item_indent = _follow_items(items, line, after_prefix, content, quotes, in_block)
+        item_columns.append(item_indent)
         code.append(fence is not None or (html_end is not None and html_indented))
         if fence is not None and not fence.ended_by(line, after_prefix):
             raw.append(False)
@@ -281,7 +300,7 @@ def _line_kinds(
         openers = _INTERRUPTING_HTML_SEQUENCES if in_paragraph else HTML_SEQUENCES
         start = next((sequence for sequence in openers if sequence[0].search(content)), None)
         raw.append(start is not None)
-        html_indented = len(after_prefix) - len(content) >= 4
+        html_indented = len(after_prefix) - len(content) - item_indent >= 4
         code[-1] = start is not None and html_indented
         in_paragraph = start is None and bool(content.strip())
         text_line = start is None and bool(content.strip(_BLANK))
@@ -293,12 +312,51 @@ def _line_kinds(
             html_end = start[1]
             html_quotes = quotes
             html_column = len(line) - len(content)
-    return _LineKinds(raw, stripped_markers, code)
+    return _LineKinds(raw, stripped_markers, code, item_columns)
+
+
+def _follow_items(items: list[int], line: str, after_prefix: str, content: str, quotes: int, in_block: bool) -> int:
+    """Update `items` (see `_line_kinds`) for `line` and return the column of the
+    innermost one holding it, 0 when none surely does. Only ever too few: a line less
+    indented than an item's text ends it here (a lazy line may not, read as indented
+    code from further left, as before), and a quote, a marker in a fence or an HTML
+    block, a thematic break or an item starting with indented code clear them."""
+    if not content.strip(_BLANK):
+        return items[-1] if items and line is after_prefix else 0
+    if quotes or _THEMATIC_BREAK_LINE.match(line):
+        items.clear()
+        return 0
+    if line is after_prefix or len(after_prefix) == len(line):
+        indent = len(line) - len(content)
+        while items and items[-1] > indent:
+            items.pop()
+        return items[-1] if items else 0
+    # A line opening list items: they hold the lines indented to its text.
+    marker_indent = len(line) - len(line.lstrip(" "))
+    while items and items[-1] > marker_indent:
+        items.pop()
+    if in_block:
+        items.clear()
+    elif len(after_prefix) - len(content) >= 4:
+        # Five columns or more after the marker: its text starts one column after it, and
+        # the line is indented code there (`-     x`).
+        items.append(len(line) - len(after_prefix))
+    else:
+        items.append(len(line) - len(content))
+    return 0
+
+
+_THEMATIC_BREAK_LINE = re.compile(rf" {{0,3}}{THEMATIC_BREAK}")
 
 
 def _line_flag(flags: list[bool], line_starts: list[int], source_at: int) -> bool:
     """The flag of the line a source position is on."""
     return flags[bisect_right(line_starts, source_at) - 1]
+
+
+def _line_value(values: list[int], line_starts: list[int], source_at: int) -> int:
+    """The value of the line a source position is on."""
+    return values[bisect_right(line_starts, source_at) - 1]
 
 
 def _quotes_before(line: str, rest: str) -> int:
