@@ -222,11 +222,12 @@ class ScanOptions:
     # block's depth, but as written they stand at none, so a closer there closes as one
     # outside the quotes and list items would.
     lazy_lines: frozenset[int] = frozenset()
-    # Whether the text is a footnote definition's, which footnote-aware readers (Pandoc,
-    # Obsidian, markdown-it-footnote) write at the document's end: a `-->` there, raw or
-    # not, ends no comment opened raw before it (`- <!--`, blank line, `[^1]: <!-- y -->`,
-    # then `CANARY`: the comment runs over `CANARY` to the footnotes).
-    in_footnote: bool = False
+    # Where the text is a footnote definition's (start, end offsets, in order), which
+    # footnote-aware readers (Pandoc, Obsidian, markdown-it-footnote) write at the
+    # document's end: a `-->` there, raw or not, ends no comment opened raw before it
+    # (`- <!--`, blank line, `[^1]: <!-- y -->`, then `CANARY`: the comment runs over
+    # `CANARY` to the footnotes).
+    footnotes: tuple[tuple[int, int], ...] = ()
     # Whether the text is an HTML block's, which markdown-it writes as it stands: a comment
     # opened in it is `raw` (see `Frame`), and its `-->` in a later text that is not an
     # HTML block's ends it only where markdown-it writes it raw too.
@@ -642,8 +643,10 @@ class _Scanner:
         (markdown-it writes it raw) ends there: `x <!-- y --> z` in a paragraph."""
         if closer != "-->" or not self.stack[-1].raw:
             return True
-        if self.options.in_footnote:
-            return False
+        footnotes = self.options.footnotes
+        index = bisect_right(footnotes, (found, sys.maxsize)) - 1
+        if index >= 0 and self.stack[-1].opened_at < footnotes[index][0] and found < footnotes[index][1]:
+            return False  # a footnote's own comment ends there (`[^1]: x`, `    <!-- y -->`)
         if self._raw_at(found):
             return True
         if not self.options.escapes:

@@ -40,6 +40,7 @@ from engine.markdown_dropped import (
 )
 from engine.markdown_footnotes import (
     footnote_at,
+    footnote_definition_lines,
     footnote_of,
     footnote_rule,
     footnote_text,
@@ -595,6 +596,8 @@ class _Stripper:
         self.open_heading: _OpenHeading | None = None
         # Ids of blocks kept before a heading element left open turned out to be GM.
         self.cut_after_open_heading: set[int] = set()
+        # The lines markdown-it-footnote reads as footnote definitions', read when needed.
+        self.footnote_lines: frozenset[int] | None = None
         # Inline tokens parsed here, by id of their inline token, with the content parsed.
         self.parsed_inline: dict[int, tuple[str, list[Token]]] = {}
 
@@ -801,23 +804,48 @@ class _Stripper:
         """How to scan a block's `text` as written, its closers judged in the whole source too."""
         own = _inert_test(text, raw_html=token.type == "html_block")
         rest_of_closing_line = self._rest_of_closing_line(token)
+        raw_html = token.type == "html_block" or rest_of_closing_line
         return ScanOptions(
             fences=True,
             inert=self.source_inert.test_for(token.map, text, own),
             depth=self.depth,
-            raw_html=token.type == "html_block" or rest_of_closing_line,
+            raw_html=raw_html,
             # The rest of a closing line is raw HTML up to its first blank line.
             raw_html_end=_first_blank_line(text) if rest_of_closing_line else len(text),
-            in_footnote=self._starts_footnote(token),
+            footnotes=self._footnote_spans(token, text, raw_html),
             held=self.held,
         )
 
-    def _starts_footnote(self, token: Token) -> bool:
-        """Whether a block's first line opens a footnote definition (`[^1]: ...`)."""
-        if token.map is None:
-            return False
-        line = without_container_prefix(self.source_lines[token.map[0]]).lstrip(" \t")
-        return FOOTNOTE_LABEL.match(line) is not None
+    def _footnote_spans(self, token: Token, text: str, raw_html: bool) -> tuple[tuple[int, int], ...]:
+        """Where `text`, a block's lines from its first (`token.map`), is a footnote
+        definition's, when a `-->` there might end a comment opened raw: the lines
+        markdown-it-footnote reads so (`[^1]: y`, `===`, then `q <!-- a --> z`: its lazy
+        text), and, unless `text` is raw HTML as written (where a label is text), those
+        from a line opening a definition on (`x`, then `[^1]: y <!-- a --> z`: the
+        definition interrupts the paragraph, or ends a quote the line continues lazily to
+        markdown-it, as Pandoc reads it)."""
+        if token.map is None or not (raw_html or (self.stack and self.stack[-1].raw)):
+            return ()
+        if self.footnote_lines is None:
+            self.footnote_lines = footnote_definition_lines(self.state.src) if "[^" in self.state.src else frozenset()
+        if not self.footnote_lines and "[^" not in text:
+            return ()
+        first, last = token.map
+        spans: list[tuple[int, int]] = []
+        start = 0
+        for index, line in enumerate(text.split("\n")):
+            end = start + len(line) + 1
+            source = self.source_lines[first + index] if first + index < last else line
+            if not raw_html and FOOTNOTE_LABEL.match(without_container_prefix(source).lstrip(" \t")):
+                spans.append((start, len(text) + 1))  # the definition runs to the block's end
+                break
+            if first + index in self.footnote_lines:
+                if spans and spans[-1][1] == start:
+                    spans[-1] = (spans[-1][0], end)  # one span a run of lines: few to search
+                else:
+                    spans.append((start, end))
+            start = end
+        return tuple(spans)
 
     def _rest_of_closing_line(self, token: Token) -> bool:
         """Whether a block starts with the text after a secret section's `</section>`, on
@@ -1143,19 +1171,20 @@ class _Stripper:
                 self.parsed_inline[id(token)] = (token.content, children)
             else:
                 code = known
+        rest_of_closing_line = self._rest_of_closing_line(token)
         result = self._scan(
             token.content,
             ScanOptions(
                 code=code,
                 escapes=True,
-                raw_html=self._rest_of_closing_line(token),
+                raw_html=rest_of_closing_line,
                 line_start=line_start,
                 inert=self.source_inert.test_for(token.map, token.content, _inert_test(token.content, raw_html=False)),
                 opened_outside_cell=self.opened_before_table if in_cell else 0,
                 in_cell=in_cell,
                 depth=self.depth,
                 lazy_lines=self._lazy_lines(token) if self.depth and not in_cell else frozenset(),
-                in_footnote=self._starts_footnote(token),
+                footnotes=self._footnote_spans(token, token.content, rest_of_closing_line),
                 held=self.held,
             ),
         )
