@@ -331,8 +331,9 @@ def _left_open_as_raw_html(
     state: StateBlock, close_line: int, column: int, end_line: int
 ) -> tuple[int, list[Frame]] | None:
     """The regions a secret section's closing line, from `column` on, and the lines after
-    it up to a blank one leave open read as the raw HTML they are in as written (see
-    `_mark_raw_html_lines`), with the blank line; None when they leave no HTML comment or
+    it up to the line ending its HTML block (a blank one, or one outside its quote or list
+    item: `_ends_raw_html`) leave open read as the raw HTML they are in as written (see
+    `_mark_raw_html_lines`), with that line; None when they leave no HTML comment or
     secret section open. A
     closing line in lines already read so, which left nothing open, is not read again:
     a run of sections without blank lines is read once."""
@@ -341,9 +342,7 @@ def _left_open_as_raw_html(
     first_line, blank_line = read.get(end_line, (end_line, end_line))
     if first_line <= close_line < blank_line:
         return None
-    blank_line = close_line + 1
-    while blank_line < end_line and not state.isEmpty(blank_line):
-        blank_line += 1
+    blank_line = _raw_html_end(state, close_line + 1, end_line)
     read[end_line] = (close_line, blank_line)
     lines = _BlockLines.read(state, close_line, blank_line)
     stack = scan(lines.text, [], ScanOptions(raw_html=True), start=column).stack
@@ -352,7 +351,8 @@ def _left_open_as_raw_html(
 
 
 def _mark_raw_html_lines(state: StateBlock, first_line: int, end_line: int) -> None:
-    """Mark the lines from `first_line` up to the next blank one as raw HTML (see
+    """Mark the lines from `first_line` up to the next blank one (or one outside the quote
+    or list item: `_ends_raw_html`) as raw HTML (see
     `_Stripper._rest_of_closing_line`). To a reader of the document as written, the text
     after a secret section's `</section>` is in the HTML block holding that tag's line,
     which ends at a blank line only: the rest of the line, and the lines after it
@@ -361,9 +361,25 @@ def _mark_raw_html_lines(state: StateBlock, first_line: int, end_line: int) -> N
     marked: set[int] = state.env.setdefault(_SECTION_REST_LINES_ENV_KEY, set())
     line = first_line
     # A line already marked was marked with every line after it up to the blank one.
-    while line < end_line and line not in marked and not state.isEmpty(line):
+    while line < end_line and line not in marked and not _ends_raw_html(state, line):
         marked.add(line)
         line += 1
+
+
+def _raw_html_end(state: StateBlock, line: int, end_line: int) -> int:
+    """The first line from `line` on (or `end_line`) that ends an HTML block holding the
+    lines before it (see `_ends_raw_html`)."""
+    while line < end_line and not _ends_raw_html(state, line):
+        line += 1
+    return line
+
+
+def _ends_raw_html(state: StateBlock, line: int) -> bool:
+    """Whether `line` ends an HTML block opened by a tag such as `<section>`, as markdown-it
+    reads it: a blank line, or one outside the quote or list item the block is in (a lazy
+    line, or one indented out of the item: `- </section>`, `  x <!--`, then `y --> z` is
+    a paragraph after the list, its `-->` escaped)."""
+    return state.isEmpty(line) or state.sCount[line] < state.blkIndent
 
 
 def _first_lines_tag_end(state: StateBlock, lines: _BlockLines, start: int, end_line: int) -> int | None:
