@@ -732,7 +732,15 @@ class _Stripper:
             left_open: list[Frame] = token.meta["stack"]
             if self.stack and self.stack[-1].kind is FrameKind.HTML_COMMENT:
                 # Inside a comment, `<!--` opens nothing: one the block left open (in the
-                # raw HTML after a section's end tag) is text of the open one.
+                # raw HTML after a section's end tag) is text of the open one. But where
+                # the open one may be no comment (`a <!--` in a paragraph, escaped), a
+                # browser reads that one as a comment opened raw: the open one goes on to
+                # a `-->` written raw (`a <!--`, blank line, the section, `x <!--`, blank
+                # line, then `y --> z`: `z` is in the comment).
+                if not self.stack[-1].raw and any(
+                    frame.kind is FrameKind.HTML_COMMENT and frame.raw for frame in left_open
+                ):
+                    self.stack[-1] = replace(self.stack[-1], raw=True)
                 left_open = [frame for frame in left_open if frame.kind is not FrameKind.HTML_COMMENT]
             self.stack.extend(map(self._at_depth, left_open))
             return False
