@@ -900,10 +900,15 @@ class _Scanner:
         limit = self._line_end(position) if self.options.fences else len(self.text)
         while not self.stack[-1].unending:
             found = self.text.find(closer, position, limit)
+            self._follow_raw_comment(position, limit if found < 0 else found)
             if found < 0:
                 return limit
             span_end = self._code_end(found)
             if span_end is None and not self._inert_comment_closer(found, closer) and self._written_raw(found, closer):
+                if closer == "%%" and self.stack[-1].raw:
+                    # A browser's comment opened in it goes on past it, as an HTML comment.
+                    self._set(-1, replace(self.stack[-1], kind=FrameKind.HTML_COMMENT))
+                    return found + len(closer)
                 return self._pop(found + len(closer))
             if closer == "%%":
                 self._set(-1, replace(self.stack[-1], unending=True))
@@ -915,6 +920,28 @@ class _Scanner:
                     self._set(-1, replace(self.stack[-1], raw=False))
                 position = found + 1 if span_end is None else span_end
         return limit
+
+    def _follow_raw_comment(self, start: int, end: int) -> None:
+        """Inside a comment, what a browser reads in `start..end` where markdown-it writes it
+        raw: a `<!--` there opens an HTML comment, whatever the open one is to another
+        reader (`a <!--` in a paragraph is escaped text; `%% a` is text), which runs on to
+        a `-->` written raw (`a <!--`, blank line, `<div>`, `x <!--`, blank line, then
+        `y --> z`: `z` is in it). An HTML comment comes to end there only; an Obsidian
+        one whose `%%` comes first goes on as it (`raw` marks it open to a browser)."""
+        frame = self.stack[-1]
+        if not self.options.raw_html or (frame.raw and frame.kind is FrameKind.HTML_COMMENT):
+            return
+        raw = frame.raw
+        for match in _BROWSER_COMMENT_EVENTS.finditer(self.text, start, end):
+            at = match.start()
+            if not self._raw_at(at) or self._code_end(at) is not None or self.options.inert(at, -1):
+                continue
+            if match.group() == "<!--":
+                raw = True
+            elif frame.kind is FrameKind.OBSIDIAN_COMMENT:
+                raw = False
+        if raw != frame.raw:
+            self._set(-1, replace(frame, raw=raw))
 
     def _inline_section(self, position: int) -> int:
         # Raw lines stop at each line end so that fence lines get seen; elsewhere a
@@ -1130,6 +1157,8 @@ def _innermost_tag(section: Frame) -> int:
 
 
 # An HTML comment in inline Markdown, as markdown-it finds one (markdown_it.common.html_re).
+# What opens and ends an HTML comment in a browser's reading of raw HTML.
+_BROWSER_COMMENT_EVENTS = re.compile(r"<!--|-->")
 _INLINE_COMMENT = re.compile(r"<!---?>|<!--(?:[^-]|-[^-]|--[^>])*-->")
 
 
