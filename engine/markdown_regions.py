@@ -929,6 +929,12 @@ class _Scanner:
         `y --> z`: `z` is in it). An HTML comment comes to end there only; an Obsidian
         one whose `%%` comes first goes on as it (`raw` marks it open to a browser)."""
         frame = self.stack[-1]
+        if frame.raw and frame.kind is FrameKind.OBSIDIAN_COMMENT and not self.options.raw_html:
+            # An inline comment complete in Markdown text is written raw: its `-->` ends
+            # the browser's comment (`- <!--`, then `q <!-- b --> r`).
+            if self.options.escapes and self._ends_inline_comment(start, end):
+                self._set(-1, replace(frame, raw=False))
+            return
         if not self.options.raw_html or (frame.raw and frame.kind is FrameKind.HTML_COMMENT):
             return
         raw = frame.raw
@@ -942,6 +948,26 @@ class _Scanner:
                 raw = False
         if raw != frame.raw:
             self._set(-1, replace(frame, raw=raw))
+
+    def _ends_inline_comment(self, start: int, end: int) -> bool:
+        """Whether Markdown text in `start..end` holds an inline comment markdown-it writes
+        raw (not in code, not escaped): each `-->` is matched with the last `<!--` before
+        it, so the text is read once."""
+        searched_from = start
+        found = self.text.find("-->", start, end)
+        while found >= 0:
+            opener = self.text.rfind("<!--", searched_from, found + 2)
+            if (
+                opener >= 0
+                and _INLINE_COMMENT.fullmatch(self.text, opener, found + 3) is not None
+                and self._code_end(opener) is None
+                and not self._escaped(opener)
+                and not self.options.inert(opener, -1)
+            ):
+                return True
+            searched_from = found + 1
+            found = self.text.find("-->", found + 1, end)
+        return False
 
     def _inline_section(self, position: int) -> int:
         # Raw lines stop at each line end so that fence lines get seen; elsewhere a
