@@ -632,6 +632,14 @@ class _Scanner:
             return True
         return self._inert(found) and (closer != "-->" or self._inert(found + len(closer)))
 
+    def _in_later_footnote(self, position: int) -> bool:
+        """Whether `position` is in a footnote definition's text (`ScanOptions.footnotes`)
+        that starts after the innermost region opened: a footnote's own comment ends
+        there (`[^1]: x`, `    <!-- y -->`)."""
+        footnotes = self.options.footnotes
+        index = bisect_right(footnotes, (position, sys.maxsize)) - 1
+        return index >= 0 and self.stack[-1].opened_at < footnotes[index][0] and position < footnotes[index][1]
+
     def _raw_at(self, position: int) -> bool:
         """Whether markdown-it writes the text at `position` raw, as HTML."""
         return self.options.raw_html and position < self.options.raw_html_end
@@ -643,10 +651,8 @@ class _Scanner:
         (markdown-it writes it raw) ends there: `x <!-- y --> z` in a paragraph."""
         if closer != "-->" or not self.stack[-1].raw:
             return True
-        footnotes = self.options.footnotes
-        index = bisect_right(footnotes, (found, sys.maxsize)) - 1
-        if index >= 0 and self.stack[-1].opened_at < footnotes[index][0] and found < footnotes[index][1]:
-            return False  # a footnote's own comment ends there (`[^1]: x`, `    <!-- y -->`)
+        if self._in_later_footnote(found):
+            return False
         if self._raw_at(found):
             return True
         if not self.options.escapes:
@@ -963,6 +969,7 @@ class _Scanner:
                 and self._code_end(opener) is None
                 and not self._escaped(opener)
                 and not self.options.inert(opener, -1)
+                and not self._in_later_footnote(found)
             ):
                 return True
             searched_from = found + 1
