@@ -12,7 +12,10 @@ import re
 from collections.abc import MutableMapping
 from typing import Any
 
+from markdown_it import MarkdownIt
 from markdown_it.rules_block import StateBlock
+from markdown_it.token import Token
+from mdit_py_plugins.footnote import footnote_plugin
 
 from engine.markdown_headings import gm_heading_line, is_gm_heading_text, last_text_lines
 from engine.markdown_regions import container_opener
@@ -53,6 +56,26 @@ FOOTNOTE_LINES_ENV_KEY = "gm_footnote_lines"
 FOOTNOTE_LAZY_LINES_ENV_KEY = "gm_footnote_lazy_lines"
 # And of the footnotes read by region rules: (line, margin, marks) -> (end, holds a GM part).
 _FOOTNOTES_ENV_KEY = "gm_footnotes_read"
+
+
+# markdown-it-footnote's reading of a document's blocks: which lines its definitions hold.
+_FOOTNOTE_READER = MarkdownIt("commonmark").enable("table").use(footnote_plugin)
+# Compiled now, as the renderer's chains are: another thread could read them half-built.
+_FOOTNOTE_READER.block.ruler.getRules("")
+
+
+def footnote_definition_lines(src: str) -> frozenset[int]:
+    """The lines of `src` (normalized by markdown-it) that markdown-it-footnote reads as a
+    footnote definition's, lazy lines included, which it writes at the document's end:
+    `[^1]: y`, `===`, `q` is one footnote to it (a heading and a paragraph here), and so
+    is a label holding a no-break space or a tab (`[^a b]:`)."""
+    tokens: list[Token] = []
+    _FOOTNOTE_READER.block.parse(src, _FOOTNOTE_READER, {}, tokens)
+    lines: set[int] = set()
+    for token in tokens:
+        if token.type == "footnote_reference_open" and token.map is not None:
+            lines.update(range(*token.map))
+    return frozenset(lines)
 
 
 def footnote_of(env: MutableMapping[str, Any], line_map: list[int] | None) -> int | None:

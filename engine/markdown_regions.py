@@ -222,11 +222,12 @@ class ScanOptions:
     # block's depth, but as written they stand at none, so a closer there closes as one
     # outside the quotes and list items would.
     lazy_lines: frozenset[int] = frozenset()
-    # Whether the text is a footnote definition's, which footnote-aware readers (Pandoc,
-    # Obsidian, markdown-it-footnote) write at the document's end: a `-->` there, raw or
-    # not, ends no comment opened raw before it (`- <!--`, blank line, `[^1]: <!-- y -->`,
-    # then `CANARY`: the comment runs over `CANARY` to the footnotes).
-    in_footnote: bool = False
+    # Where the text is a footnote definition's (start, end offsets, in order), which
+    # footnote-aware readers (Pandoc, Obsidian, markdown-it-footnote) write at the
+    # document's end: a `-->` there, raw or not, ends no comment opened raw before it
+    # (`- <!--`, blank line, `[^1]: <!-- y -->`, then `CANARY`: the comment runs over
+    # `CANARY` to the footnotes).
+    footnotes: tuple[tuple[int, int], ...] = ()
     # Whether the text is an HTML block's, which markdown-it writes as it stands: a comment
     # opened in it is `raw` (see `Frame`), and its `-->` in a later text that is not an
     # HTML block's ends it only where markdown-it writes it raw too.
@@ -633,6 +634,14 @@ class _Scanner:
             return True
         return self._inert(found) and (closer != "-->" or self._inert(found + len(closer)))
 
+    def _in_later_footnote(self, position: int) -> bool:
+        """Whether `position` is in a footnote definition's text (`ScanOptions.footnotes`)
+        that starts after the innermost region opened: a footnote's own comment ends
+        there (`[^1]: x`, `    <!-- y -->`)."""
+        footnotes = self.options.footnotes
+        index = bisect_right(footnotes, (position, sys.maxsize)) - 1
+        return index >= 0 and self.stack[-1].opened_at < footnotes[index][0] and position < footnotes[index][1]
+
     def _raw_at(self, position: int) -> bool:
         """Whether markdown-it writes the text at `position` raw, as HTML."""
         return self.options.raw_html and position < self.options.raw_html_end
@@ -644,7 +653,7 @@ class _Scanner:
         (markdown-it writes it raw) ends there: `x <!-- y --> z` in a paragraph."""
         if closer != "-->" or not self.stack[-1].raw:
             return True
-        if self.options.in_footnote:
+        if self._in_later_footnote(found):
             return False
         if self._raw_at(found):
             return True
@@ -914,10 +923,15 @@ class _Scanner:
         limit = self._line_end(position) if self.options.fences else len(self.text)
         while not self.stack[-1].unending:
             found = self.text.find(closer, position, limit)
+            self._follow_raw_comment(position, limit if found < 0 else found)
             if found < 0:
                 return limit
             span_end = self._code_end(found)
             if span_end is None and not self._inert_comment_closer(found, closer) and self._written_raw(found, closer):
+                if closer == "%%" and self.stack[-1].raw:
+                    # A browser's comment opened in it goes on past it, as an HTML comment.
+                    self._set(-1, replace(self.stack[-1], kind=FrameKind.HTML_COMMENT))
+                    return found + len(closer)
                 return self._pop(found + len(closer))
             if closer == "%%":
                 self._set(-1, replace(self.stack[-1], unending=True))
@@ -929,6 +943,55 @@ class _Scanner:
                     self._set(-1, replace(self.stack[-1], raw=False))
                 position = found + 1 if span_end is None else span_end
         return limit
+
+    def _follow_raw_comment(self, start: int, end: int) -> None:
+        """Inside a comment, what a browser reads in `start..end` where markdown-it writes it
+        raw: a `<!--` there opens an HTML comment, whatever the open one is to another
+        reader (`a <!--` in a paragraph is escaped text; `%% a` is text), which runs on to
+        a `-->` written raw (`a <!--`, blank line, `<div>`, `x <!--`, blank line, then
+        `y --> z`: `z` is in it). An HTML comment comes to end there only; an Obsidian
+        one whose `%%` comes first goes on as it (`raw` marks it open to a browser)."""
+        frame = self.stack[-1]
+        if frame.raw and frame.kind is FrameKind.OBSIDIAN_COMMENT and not self.options.raw_html:
+            # An inline comment complete in Markdown text is written raw: its `-->` ends
+            # the browser's comment (`- <!--`, then `q <!-- b --> r`).
+            if self.options.escapes and self._ends_inline_comment(start, end):
+                self._set(-1, replace(frame, raw=False))
+            return
+        if not self.options.raw_html or (frame.raw and frame.kind is FrameKind.HTML_COMMENT):
+            return
+        raw = frame.raw
+        for match in _BROWSER_COMMENT_EVENTS.finditer(self.text, start, end):
+            at = match.start()
+            if not self._raw_at(at) or self._code_end(at) is not None or self.options.inert(at, -1):
+                continue
+            if match.group() == "<!--":
+                raw = True
+            elif frame.kind is FrameKind.OBSIDIAN_COMMENT:
+                raw = False
+        if raw != frame.raw:
+            self._set(-1, replace(frame, raw=raw))
+
+    def _ends_inline_comment(self, start: int, end: int) -> bool:
+        """Whether Markdown text in `start..end` holds an inline comment markdown-it writes
+        raw (not in code, not escaped): each `-->` is matched with the last `<!--` before
+        it, so the text is read once."""
+        searched_from = start
+        found = self.text.find("-->", start, end)
+        while found >= 0:
+            opener = self.text.rfind("<!--", searched_from, found + 2)
+            if (
+                opener >= 0
+                and _INLINE_COMMENT.fullmatch(self.text, opener, found + 3) is not None
+                and self._code_end(opener) is None
+                and not self._escaped(opener)
+                and not self.options.inert(opener, -1)
+                and not self._in_later_footnote(found)
+            ):
+                return True
+            searched_from = found + 1
+            found = self.text.find("-->", found + 1, end)
+        return False
 
     def _inline_section(self, position: int) -> int:
         # Raw lines stop at each line end so that fence lines get seen; elsewhere a
@@ -1144,6 +1207,8 @@ def _innermost_tag(section: Frame) -> int:
 
 
 # An HTML comment in inline Markdown, as markdown-it finds one (markdown_it.common.html_re).
+# What opens and ends an HTML comment in a browser's reading of raw HTML.
+_BROWSER_COMMENT_EVENTS = re.compile(r"<!--|-->")
 _INLINE_COMMENT = re.compile(r"<!---?>|<!--(?:[^-]|-[^-]|--[^>])*-->")
 
 

@@ -40,6 +40,7 @@ from engine.markdown_dropped import (
 )
 from engine.markdown_footnotes import (
     footnote_at,
+    footnote_definition_lines,
     footnote_of,
     footnote_rule,
     footnote_text,
@@ -330,8 +331,9 @@ def _left_open_as_raw_html(
     state: StateBlock, close_line: int, column: int, end_line: int
 ) -> tuple[int, list[Frame]] | None:
     """The regions a secret section's closing line, from `column` on, and the lines after
-    it up to a blank one leave open read as the raw HTML they are in as written (see
-    `_mark_raw_html_lines`), with the blank line; None when they leave no HTML comment or
+    it up to the line ending its HTML block (a blank one, or one outside its quote or list
+    item: `_ends_raw_html`) leave open read as the raw HTML they are in as written (see
+    `_mark_raw_html_lines`), with that line; None when they leave no HTML comment or
     secret section open. A
     closing line in lines already read so, which left nothing open, is not read again:
     a run of sections without blank lines is read once."""
@@ -340,9 +342,7 @@ def _left_open_as_raw_html(
     first_line, blank_line = read.get(end_line, (end_line, end_line))
     if first_line <= close_line < blank_line:
         return None
-    blank_line = close_line + 1
-    while blank_line < end_line and not state.isEmpty(blank_line):
-        blank_line += 1
+    blank_line = _raw_html_end(state, close_line + 1, end_line)
     read[end_line] = (close_line, blank_line)
     lines = _BlockLines.read(state, close_line, blank_line)
     stack = scan(lines.text, [], ScanOptions(raw_html=True), start=column).stack
@@ -351,7 +351,8 @@ def _left_open_as_raw_html(
 
 
 def _mark_raw_html_lines(state: StateBlock, first_line: int, end_line: int) -> None:
-    """Mark the lines from `first_line` up to the next blank one as raw HTML (see
+    """Mark the lines from `first_line` up to the next blank one (or one outside the quote
+    or list item: `_ends_raw_html`) as raw HTML (see
     `_Stripper._rest_of_closing_line`). To a reader of the document as written, the text
     after a secret section's `</section>` is in the HTML block holding that tag's line,
     which ends at a blank line only: the rest of the line, and the lines after it
@@ -360,9 +361,25 @@ def _mark_raw_html_lines(state: StateBlock, first_line: int, end_line: int) -> N
     marked: set[int] = state.env.setdefault(_SECTION_REST_LINES_ENV_KEY, set())
     line = first_line
     # A line already marked was marked with every line after it up to the blank one.
-    while line < end_line and line not in marked and not state.isEmpty(line):
+    while line < end_line and line not in marked and not _ends_raw_html(state, line):
         marked.add(line)
         line += 1
+
+
+def _raw_html_end(state: StateBlock, line: int, end_line: int) -> int:
+    """The first line from `line` on (or `end_line`) that ends an HTML block holding the
+    lines before it (see `_ends_raw_html`)."""
+    while line < end_line and not _ends_raw_html(state, line):
+        line += 1
+    return line
+
+
+def _ends_raw_html(state: StateBlock, line: int) -> bool:
+    """Whether `line` ends an HTML block opened by a tag such as `<section>`, as markdown-it
+    reads it: a blank line, or one outside the quote or list item the block is in (a lazy
+    line, or one indented out of the item: `- </section>`, `  x <!--`, then `y --> z` is
+    a paragraph after the list, its `-->` escaped)."""
+    return state.isEmpty(line) or state.sCount[line] < state.blkIndent
 
 
 def _first_lines_tag_end(state: StateBlock, lines: _BlockLines, start: int, end_line: int) -> int | None:
@@ -595,6 +612,8 @@ class _Stripper:
         self.open_heading: _OpenHeading | None = None
         # Ids of blocks kept before a heading element left open turned out to be GM.
         self.cut_after_open_heading: set[int] = set()
+        # The lines markdown-it-footnote reads as footnote definitions', read when needed.
+        self.footnote_lines: frozenset[int] | None = None
         # Inline tokens parsed here, by id of their inline token, with the content parsed.
         self.parsed_inline: dict[int, tuple[str, list[Token]]] = {}
 
@@ -713,7 +732,15 @@ class _Stripper:
             left_open: list[Frame] = token.meta["stack"]
             if self.stack and self.stack[-1].kind is FrameKind.HTML_COMMENT:
                 # Inside a comment, `<!--` opens nothing: one the block left open (in the
-                # raw HTML after a section's end tag) is text of the open one.
+                # raw HTML after a section's end tag) is text of the open one. But where
+                # the open one may be no comment (`a <!--` in a paragraph, escaped), a
+                # browser reads that one as a comment opened raw: the open one goes on to
+                # a `-->` written raw (`a <!--`, blank line, the section, `x <!--`, blank
+                # line, then `y --> z`: `z` is in the comment).
+                if not self.stack[-1].raw and any(
+                    frame.kind is FrameKind.HTML_COMMENT and frame.raw for frame in left_open
+                ):
+                    self.stack[-1] = replace(self.stack[-1], raw=True)
                 left_open = [frame for frame in left_open if frame.kind is not FrameKind.HTML_COMMENT]
             self.stack.extend(map(self._at_depth, left_open))
             return False
@@ -801,24 +828,49 @@ class _Stripper:
         """How to scan a block's `text` as written, its closers judged in the whole source too."""
         own = _inert_test(text, raw_html=token.type == "html_block")
         rest_of_closing_line = self._rest_of_closing_line(token)
+        raw_html = token.type == "html_block" or rest_of_closing_line
         return ScanOptions(
             fences=True,
             inert=self.source_inert.test_for(token.map, text, own),
             depth=self.depth,
-            raw_html=token.type == "html_block" or rest_of_closing_line,
+            raw_html=raw_html,
             # The rest of a closing line is raw HTML up to its first blank line.
             raw_html_end=_first_blank_line(text) if rest_of_closing_line else len(text),
-            in_footnote=self._starts_footnote(token),
+            footnotes=self._footnote_spans(token, text, raw_html),
             held=self.held,
             html_block_text=token.type == "html_block" and not rest_of_closing_line,
         )
 
-    def _starts_footnote(self, token: Token) -> bool:
-        """Whether a block's first line opens a footnote definition (`[^1]: ...`)."""
-        if token.map is None:
-            return False
-        line = without_container_prefix(self.source_lines[token.map[0]]).lstrip(" \t")
-        return FOOTNOTE_LABEL.match(line) is not None
+    def _footnote_spans(self, token: Token, text: str, raw_html: bool) -> tuple[tuple[int, int], ...]:
+        """Where `text`, a block's lines from its first (`token.map`), is a footnote
+        definition's, when a `-->` there might end a comment opened raw: the lines
+        markdown-it-footnote reads so (`[^1]: y`, `===`, then `q <!-- a --> z`: its lazy
+        text), and, unless `text` is raw HTML as written (where a label is text), those
+        from a line opening a definition on (`x`, then `[^1]: y <!-- a --> z`: the
+        definition interrupts the paragraph, or ends a quote the line continues lazily to
+        markdown-it, as Pandoc reads it)."""
+        if token.map is None or not (raw_html or (self.stack and self.stack[-1].raw)):
+            return ()
+        if self.footnote_lines is None:
+            self.footnote_lines = footnote_definition_lines(self.state.src) if "[^" in self.state.src else frozenset()
+        if not self.footnote_lines and "[^" not in text:
+            return ()
+        first, last = token.map
+        spans: list[tuple[int, int]] = []
+        start = 0
+        for index, line in enumerate(text.split("\n")):
+            end = start + len(line) + 1
+            source = self.source_lines[first + index] if first + index < last else line
+            if not raw_html and FOOTNOTE_LABEL.match(without_container_prefix(source).lstrip(" \t")):
+                spans.append((start, len(text) + 1))  # the definition runs to the block's end
+                break
+            if first + index in self.footnote_lines:
+                if spans and spans[-1][1] == start:
+                    spans[-1] = (spans[-1][0], end)  # one span a run of lines: few to search
+                else:
+                    spans.append((start, end))
+            start = end
+        return tuple(spans)
 
     def _rest_of_closing_line(self, token: Token) -> bool:
         """Whether a block starts with the text after a secret section's `</section>`, on
@@ -1144,19 +1196,20 @@ class _Stripper:
                 self.parsed_inline[id(token)] = (token.content, children)
             else:
                 code = known
+        rest_of_closing_line = self._rest_of_closing_line(token)
         result = self._scan(
             token.content,
             ScanOptions(
                 code=code,
                 escapes=True,
-                raw_html=self._rest_of_closing_line(token),
+                raw_html=rest_of_closing_line,
                 line_start=line_start,
                 inert=self.source_inert.test_for(token.map, token.content, _inert_test(token.content, raw_html=False)),
                 opened_outside_cell=self.opened_before_table if in_cell else 0,
                 in_cell=in_cell,
                 depth=self.depth,
                 lazy_lines=self._lazy_lines(token) if self.depth and not in_cell else frozenset(),
-                in_footnote=self._starts_footnote(token),
+                footnotes=self._footnote_spans(token, token.content, rest_of_closing_line),
                 held=self.held,
             ),
         )
