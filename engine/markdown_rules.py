@@ -88,8 +88,10 @@ _BLANK_LINE = re.compile(r"(?:^|(?<=\n))[ \t]*(?:\n|$)")
 # An escaped character: a pipe there separates no cells of a Pandoc pipe-table row.
 _ESCAPED = re.compile(r"\\.")
 # What may start a part of a row Pandoc reads whole, a pipe in it no separator: a code
-# span, math, an HTML tag or comment.
+# span, math, an HTML tag or comment; and the simplest such parts, each found in one pass
+# (a row is one only with a pipe outside them and none of those starts left).
 _ROW_CHUNK_STARTS = ("`", "$", "<")
+_SIMPLE_ROW_CHUNK = re.compile(r"`[^`]*`|\$[^$]*\$|<[^<>]*>")
 _PARSED_INLINE_ENV_KEY = "gm_parsed_inline"
 _CODE_SPAN_MEMO_ENV_KEY = "gm_code_span_memo"
 # What can make the text of parsed inline Markdown read as a GM name where its raw text does
@@ -1337,7 +1339,10 @@ def _pipeless(line: str) -> bool | None:
     unescaped = _ESCAPED.sub("", text)
     if "|" not in unescaped:
         return True
-    return False if any(start in unescaped for start in _ROW_CHUNK_STARTS) else None
+    outside = _SIMPLE_ROW_CHUNK.sub("", unescaped)
+    if "|" in outside and not any(start in outside for start in _ROW_CHUNK_STARTS):
+        return None
+    return False
 
 
 def _first_blank_line(text: str) -> int:
