@@ -42,7 +42,9 @@ _NESTED_LABELS = re.compile(rf"^(?:[ \t>]*{FOOTNOTE_LABEL.pattern})*[ \t>]*")
 _INNER_LABELS = re.compile(rf"^[ \t>]*(?:{FOOTNOTE_LABEL.pattern})+")
 
 # A footnote definition's label after quote or list markers (`> [^1]: ::: gm`).
-_PREFIXED_LABEL = re.compile(rf"{CONTAINER_PREFIX.pattern}{FOOTNOTE_LABEL.pattern}")
+# (The prefix taken whole, atomic: no shorter one leaves a label after it, and trying each
+# split of its spaces between markers took time exponential in their number.)
+_PREFIXED_LABEL = re.compile(rf"(?>{CONTAINER_PREFIX.pattern}){FOOTNOTE_LABEL.pattern}")
 
 # A line's leading space and quote markers.
 _INDENT_AND_MARKERS = re.compile(r"^[ \t>]*")

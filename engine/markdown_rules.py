@@ -86,8 +86,13 @@ _SECTION_REST_LINES_ENV_KEY = "gm_section_rest_lines"
 _RAW_HTML_READ_ENV_KEY = "gm_raw_html_read"
 # A line holding only spaces and tabs (markdown-it's blank line), within a text.
 _BLANK_LINE = re.compile(r"(?:^|(?<=\n))[ \t]*(?:\n|$)")
-# A pipe that is no escaped character: a line without one is no row of a Pandoc pipe table.
-_UNESCAPED_PIPE = re.compile(r"(?<!\\)\|")
+# An escaped character: a pipe there separates no cells of a Pandoc pipe-table row.
+_ESCAPED = re.compile(r"\\.")
+# What may start a part of a row Pandoc reads whole, a pipe in it no separator: a code
+# span, math, an HTML tag or comment; and the simplest such parts, each found in one pass
+# (a row is one only with a pipe outside them and none of those starts left).
+_ROW_CHUNK_STARTS = ("`", "$", "<")
+_SIMPLE_ROW_CHUNK = re.compile(r"`[^`]*`|\$[^$]*\$|<[^<>]*>")
 _PARSED_INLINE_ENV_KEY = "gm_parsed_inline"
 _CODE_SPAN_MEMO_ENV_KEY = "gm_code_span_memo"
 # What can make the text of parsed inline Markdown read as a GM name where its raw text does
@@ -677,13 +682,18 @@ class _Stripper:
             return None
         start, end = table.map
         for row in range(start + 2, end):
-            if not _UNESCAPED_PIPE.search(self.source_lines[row]):
-                text = "\n".join(self.source_lines[row : end + 1])
-                heading = gm_heading_line(text)
-                if heading is None:
-                    return None
+            pipeless = _pipeless(self.source_lines[row])
+            if pipeless is None:
+                continue
+            # A row that may be one reads as a heading only with an underline right after
+            # it (each row read once, however many such rows).
+            text = "\n".join(self.source_lines[row : end + 1 if pipeless else row + 2])
+            heading = gm_heading_line(text)
+            if heading is not None:
                 line = row + text.count("\n", 0, heading[0])
                 return (line, heading[1]) if line < end else None
+            if pipeless:
+                return None
         return None
 
     def _ends_cut_from_footnote(self, token: Token) -> bool:
@@ -1370,6 +1380,23 @@ def _written_depth(line: str) -> tuple[int, int]:
     items = _LIST_ITEM_PREFIX.match(rest)
     assert items is not None
     return quotes.group().count(">"), len(rest[: items.end()].expandtabs(4))
+
+
+def _pipeless(line: str) -> bool | None:
+    """Whether a table's body row (a source line) surely is no row of a Pandoc pipe table,
+    None when it surely is one, False when it may be either: Pandoc's rows need a pipe
+    that starts the row or one outside what it reads whole (`GM `|``, `===`: a code span's
+    pipe separates no cells, the table ends there and `GM` is a heading)."""
+    text = without_container_prefix(line).lstrip(" \t")
+    if text.startswith("|"):
+        return None
+    unescaped = _ESCAPED.sub("", text)
+    if "|" not in unescaped:
+        return True
+    outside = _SIMPLE_ROW_CHUNK.sub("", unescaped)
+    if "|" in outside and not any(start in outside for start in _ROW_CHUNK_STARTS):
+        return None
+    return False
 
 
 def _first_blank_line(text: str) -> int:

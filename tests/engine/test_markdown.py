@@ -5,6 +5,8 @@ Every removed part in these documents holds the word CANARY; no output may conta
 
 from __future__ import annotations
 
+import time
+
 import pytest
 
 from engine.markdown import PublicMarkdown, markdown_to_text, render_public, strip_gm_content
@@ -631,3 +633,12 @@ class TestNoPublicContent:
 class TestRenderPublic:
     def test_lone_surrogate_does_not_break_hashing(self) -> None:
         assert render_public("a \ud800 b").markdown == "a \ud800 b\n"
+
+
+def test_list_and_quote_markers_before_a_footnote_reference_render_in_bounded_time() -> None:
+    # Under an open secret section, each line is tried as a footnote definition after its
+    # markers: every split of their spaces was tried, time doubling with each marker (22
+    # markers, 1 s; a 156-byte page ran for minutes). Now: well under a millisecond.
+    started = time.process_time()
+    render_public('<section class="secret">\n' + "- " * 30 + "> " * 30 + "w [^2]")
+    assert time.process_time() - started < 0.5
