@@ -1128,6 +1128,11 @@ class _Stripper:
             # container's opening or closing line (`::: note`, `GM`, `---`: one heading to
             # markdown-it, a div holding a GM heading to Pandoc and markdown-it-container).
             line = gm_heading_line(f"{kept}\n{parent.markup * 3}")
+        if line is None and parent is not None and parent.type == "paragraph_open" and self._lazy_dashes_after(token):
+            # A `---` line outside the quote or list item ends the paragraph as a thematic
+            # break to markdown-it (`> GM`, `---`), but Pandoc's quotes and list items take
+            # it lazily and read it as the paragraph's underline: a setext heading there.
+            line = gm_heading_line(f"{kept}\n---")
         found = [line] if line is not None else []
         judged = self._html_heading_to_judge(kept)
         if judged is not None and judged[1]:
@@ -1224,6 +1229,18 @@ class _Stripper:
             ),
         )
         return remove_ranges(token.content, result.removed).strip()
+
+    def _lazy_dashes_after(self, token: Token) -> bool:
+        """Whether the source line right after a paragraph is a run of dashes that may be
+        its setext underline: markdown-it ended the paragraph there, so that line stands
+        outside the quote or list item the paragraph is in (once its quote markers are
+        removed, a line that is no list item's: `- ---` is one)."""
+        if token.map is None or token.map[1] >= len(self.source_lines):
+            return False
+        line = self.source_lines[token.map[1]]
+        quotes = QUOTE_PREFIX.match(line)
+        assert quotes is not None  # the pattern matches the empty string
+        return _DASHES_LINE.fullmatch(line[quotes.end() :]) is not None
 
     def _lazy_lines(self, token: Token) -> frozenset[int]:
         """Offsets in a paragraph's content of its lazy continuation lines: those whose
@@ -1369,6 +1386,10 @@ def _is_empty(kind: str, parent: str, inner: list[Token]) -> bool:
 
 
 _LIST_ITEM_PREFIX = re.compile(r"[ \t]*(?:(?:[-*+]|\d{1,9}[.)])(?:[ \t]+|$))*[ \t]*")
+
+
+# A line of dashes that may be a setext underline (up to three spaces before it).
+_DASHES_LINE = re.compile(r" {0,3}-+[ \t]*")
 
 
 def _written_depth(line: str) -> tuple[int, int]:
