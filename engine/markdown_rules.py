@@ -952,6 +952,10 @@ class _Stripper:
         reading as a GM heading in Markdown (`## GM` inside a `<div>`: text to CommonMark,
         a heading to Pandoc and to the author)."""
         line = gm_heading_line(token.content, in_html=True)
+        if line is None and self._lazy_dashes_after(token):
+            # `> <div>`, `> GM`, `---`: the block ends before the lazy line to markdown-it,
+            # Pandoc's quote takes it, an underline there.
+            line = gm_heading_line(token.content.rstrip("\n") + "\n---", in_html=True)
         if line is not None and self.cut_level is not None:
             self._cut_from(line[1])
             line = None
@@ -1019,6 +1023,10 @@ class _Stripper:
         cut = min((start for start, _ in result.removed), default=len(content))
         headings = [(heading.start, heading.level) for heading, verdict in judged_html_headings(content) if verdict]
         line = gm_heading_line(content, after_any_line=True)
+        if line is None and self._lazy_dashes_after(token):
+            # A fence in a quote (`> ~~~`, `> GM`, `---`) ends with it, before the lazy line
+            # that underlines `GM` once the forgotten closing fence is put back.
+            line = gm_heading_line(content.rstrip("\n") + "\n---", after_any_line=True)
         heading = min(headings + ([line] if line is not None else []), default=None)
         if heading is not None and heading[0] < cut:
             cut = heading[0]
