@@ -952,6 +952,11 @@ class _Stripper:
         reading as a GM heading in Markdown (`## GM` inside a `<div>`: text to CommonMark,
         a heading to Pandoc and to the author)."""
         line = gm_heading_line(token.content, in_html=True)
+        underline = self._lazy_underline_after(token) if line is None else None
+        if underline is not None:
+            # `> <div>`, `> GM`, `---` (or `===`): the block ends before the lazy line to
+            # markdown-it, Pandoc's quote takes it, an underline there.
+            line = gm_heading_line(token.content.removesuffix("\n") + "\n" + underline, in_html=True)
         if line is not None and self.cut_level is not None:
             self._cut_from(line[1])
             line = None
@@ -1019,6 +1024,11 @@ class _Stripper:
         cut = min((start for start, _ in result.removed), default=len(content))
         headings = [(heading.start, heading.level) for heading, verdict in judged_html_headings(content) if verdict]
         line = gm_heading_line(content, after_any_line=True)
+        underline = self._lazy_underline_after(token) if line is None else None
+        if underline is not None:
+            # A fence in a quote (`> ~~~`, `> GM`, `---` or `===`) ends with it, before the
+            # lazy line that underlines `GM` once the forgotten closing fence is put back.
+            line = gm_heading_line(content.removesuffix("\n") + "\n" + underline, after_any_line=True)
         heading = min(headings + ([line] if line is not None else []), default=None)
         if heading is not None and heading[0] < cut:
             cut = heading[0]
@@ -1128,6 +1138,13 @@ class _Stripper:
             # container's opening or closing line (`::: note`, `GM`, `---`: one heading to
             # markdown-it, a div holding a GM heading to Pandoc and markdown-it-container).
             line = gm_heading_line(f"{kept}\n{parent.markup * 3}")
+        in_paragraph = parent is not None and parent.type == "paragraph_open"
+        underline = self._lazy_underline_after(token) if in_paragraph and line is None else None
+        if underline is not None:
+            # A `---` line outside the quote or list item ends the paragraph as a thematic
+            # break to markdown-it (`> GM`, `---`), but Pandoc's quotes and list items take
+            # it lazily and read it as the paragraph's underline: a setext heading there.
+            line = gm_heading_line(f"{kept}\n{underline}")
         found = [line] if line is not None else []
         judged = self._html_heading_to_judge(kept)
         if judged is not None and judged[1]:
@@ -1224,6 +1241,20 @@ class _Stripper:
             ),
         )
         return remove_ranges(token.content, result.removed).strip()
+
+    def _lazy_underline_after(self, token: Token) -> str | None:
+        """`---` or `===` when the source line right after a block is a run of dashes or
+        equals signs that may be a setext underline of its last lines, else None:
+        markdown-it ended the block there, so that line stands outside the quote or list
+        item the block is in (once its quote markers are removed, a line that is no list
+        item's: `- ---` is one), where Pandoc takes it lazily."""
+        if token.map is None or token.map[1] >= len(self.source_lines):
+            return None
+        line = self.source_lines[token.map[1]]
+        quotes = QUOTE_PREFIX.match(line)
+        assert quotes is not None  # the pattern matches the empty string
+        underline = _UNDERLINE_LINE.fullmatch(line[quotes.end() :])
+        return underline.group(1)[0] * 3 if underline else None
 
     def _lazy_lines(self, token: Token) -> frozenset[int]:
         """Offsets in a paragraph's content of its lazy continuation lines: those whose
@@ -1369,6 +1400,10 @@ def _is_empty(kind: str, parent: str, inner: list[Token]) -> bool:
 
 
 _LIST_ITEM_PREFIX = re.compile(r"[ \t]*(?:(?:[-*+]|\d{1,9}[.)])(?:[ \t]+|$))*[ \t]*")
+
+
+# A line that may be a setext underline (up to three spaces before it).
+_UNDERLINE_LINE = re.compile(r" {0,3}(-+|=+)[ \t]*")
 
 
 def _written_depth(line: str) -> tuple[int, int]:
