@@ -183,6 +183,11 @@ class Frame:
     # browser reads it on to the first `-->` written raw, past a `-->` in Markdown text
     # after the block (`- <!--`, then `x`, `--> CANARY`: markdown-it writes `--&gt;`).
     raw: bool = False
+    # An Obsidian comment holding such an HTML comment whose `-->` in the HTML block
+    # might not be markup (in a code span): markdown-it's block, and a browser's comment,
+    # ended there; a reader taking it for no closer reads on to a `-->` in Markdown text
+    # too, past the `%%`.
+    code_closed: bool = False
 
 
 @dataclass(frozen=True, slots=True)
@@ -928,9 +933,9 @@ class _Scanner:
                 return limit
             span_end = self._code_end(found)
             if span_end is None and not self._inert_comment_closer(found, closer) and self._written_raw(found, closer):
-                if closer == "%%" and self.stack[-1].raw:
+                if closer == "%%" and (self.stack[-1].raw or self.stack[-1].code_closed):
                     # A browser's comment opened in it goes on past it, as an HTML comment.
-                    self._set(-1, replace(self.stack[-1], kind=FrameKind.HTML_COMMENT))
+                    self._set(-1, replace(self.stack[-1], kind=FrameKind.HTML_COMMENT, code_closed=False))
                     return found + len(closer)
                 return self._pop(found + len(closer))
             if closer == "%%":
@@ -952,6 +957,9 @@ class _Scanner:
         `y --> z`: `z` is in it). An HTML comment comes to end there only; an Obsidian
         one whose `%%` comes first goes on as it (`raw` marks it open to a browser)."""
         frame = self.stack[-1]
+        if frame.code_closed and self._ends_code_closed_comment(start, end):
+            frame = replace(frame, code_closed=False)
+            self._set(-1, frame)
         if frame.raw and frame.kind is FrameKind.OBSIDIAN_COMMENT and not self.options.raw_html:
             # An inline comment complete in Markdown text is written raw: its `-->` ends
             # the browser's comment (`- <!--`, then `q <!-- b --> r`).
@@ -960,17 +968,32 @@ class _Scanner:
             return
         if not self.options.raw_html or (frame.raw and frame.kind is FrameKind.HTML_COMMENT):
             return
-        raw = frame.raw
+        raw, code_closed = frame.raw, frame.code_closed
         for match in _BROWSER_COMMENT_EVENTS.finditer(self.text, start, end):
             at = match.start()
-            if not self._raw_at(at) or self._code_end(at) is not None or self.options.inert(at, -1):
+            if not self._raw_at(at):
                 continue
+            inert = self._code_end(at) is not None or self.options.inert(at, -1)
             if match.group() == "<!--":
-                raw = True
-            elif frame.kind is FrameKind.OBSIDIAN_COMMENT:
-                raw = False
-        if raw != frame.raw:
-            self._set(-1, replace(frame, raw=raw))
+                if not inert:
+                    raw, code_closed = True, False
+            elif frame.kind is FrameKind.OBSIDIAN_COMMENT and (raw or not inert):
+                # markdown-it writes an HTML block raw, a code span in it too: its `-->`
+                # ends the browser's comment (`%%`, `<!--`, then x `-->` y).
+                raw, code_closed = False, raw and inert
+        if (raw, code_closed) != (frame.raw, frame.code_closed):
+            self._set(-1, replace(frame, raw=raw, code_closed=code_closed))
+
+    def _ends_code_closed_comment(self, start: int, end: int) -> bool:
+        """Whether `start..end` holds a `-->` ending, for a reader that took one in an HTML
+        block for no closer (in a code span), the comment opened there (see
+        `Frame.code_closed`): one outside code, escaped or not, in any block."""
+        found = self.text.find("-->", start, end)
+        while found >= 0:
+            if self._code_end(found) is None and not self._inert_comment_closer(found, "-->"):
+                return True
+            found = self.text.find("-->", found + 1, end)
+        return False
 
     def _ends_inline_comment(self, start: int, end: int) -> bool:
         """Whether Markdown text in `start..end` holds an inline comment markdown-it writes

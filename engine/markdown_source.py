@@ -248,6 +248,7 @@ def _line_kinds(
     # first: a line there is indented from that column, not the margin (`-  <section`,
     # blank line, `    <script>` is an HTML block in the item, not indented code).
     items: list[int] = []
+    items_quotes = 0
     item_columns: list[int] = []
     for written in lines:
         quotes = _quotes_before(written, without_container_prefix(written))
@@ -258,7 +259,10 @@ def _line_kinds(
             after_prefix = line  # only a list starting at 1 interrupts a paragraph
         content = after_prefix.lstrip(" ")
         in_block = fence is not None or html_end is not None
-        item_indent = _follow_items(items, line, after_prefix, content, quotes, in_block)
+        if quotes != items_quotes:
+            items.clear()  # a quote starts or ends (a blank line ends one) with the items in it
+            items_quotes = quotes
+        item_indent = _follow_items(items, _after_quote_markers(line, quotes), in_paragraph, in_block)
         item_columns.append(item_indent)
         code.append(fence is not None or (html_end is not None and html_indented))
         if fence is not None and not fence.ended_by(line, after_prefix):
@@ -315,18 +319,35 @@ def _line_kinds(
     return _LineKinds(raw, stripped_markers, code, item_columns)
 
 
-def _follow_items(items: list[int], line: str, after_prefix: str, content: str, quotes: int, in_block: bool) -> int:
-    """Update `items` (see `_line_kinds`) for `line` and return the column of the
-    innermost one holding it, 0 when none surely does. Only ever too few: a line less
-    indented than an item's text ends it here (a lazy line may not, read as indented
-    code from further left, as before), and a quote, a marker in a fence or an HTML
-    block, a thematic break or an item starting with indented code clear them."""
-    if not content.strip(_BLANK):
-        return items[-1] if items and line is after_prefix else 0
-    if quotes or _THEMATIC_BREAK_LINE.match(line):
+def _after_quote_markers(line: str, quotes: int) -> str | None:
+    """`line` after its `quotes` quote markers, each with the space a quote's text starts
+    after; None when a list marker comes between them (`> - > x`)."""
+    if not quotes:
+        return line
+    markers = re.match(rf"(?: {{0,3}}> ?){{{quotes}}}", line)
+    return None if markers is None else line[markers.end() :]
+
+
+def _follow_items(items: list[int], line: str | None, in_paragraph: bool, in_block: bool) -> int:
+    """Update `items` (see `_line_kinds`) for `line`, a line's text in the quotes around
+    it, and return the column of the innermost one holding it there, 0 when none surely
+    does. Only ever too few: a line less indented than an item's text ends it here (a lazy
+    line may not, read as indented code from further left, as before), and a change of
+    quote depth (by the caller), quote and list markers mixed, a marker in a fence or an
+    HTML block, a thematic break or an item starting with indented code clear them."""
+    if line is None:
         items.clear()
         return 0
-    if line is after_prefix or len(after_prefix) == len(line):
+    after_prefix = without_container_prefix(line)
+    if in_paragraph and _LIST_MARKER_NOT_ONE.match(line):
+        after_prefix = line  # only a list starting at 1 interrupts a paragraph
+    content = after_prefix.lstrip(" ")
+    if not content.strip(_BLANK):
+        return items[-1] if items and len(line) == len(after_prefix) else 0
+    if _quotes_before(line, after_prefix) or _THEMATIC_BREAK_LINE.match(line):
+        items.clear()
+        return 0
+    if len(after_prefix) == len(line):
         indent = len(line) - len(content)
         while items and items[-1] > indent:
             items.pop()
