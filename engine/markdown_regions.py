@@ -13,7 +13,8 @@ The rules, chosen so that an author's hidden note never shows up:
   the inner one is open: a `:::` line or a `</section>` written inside a comment does
   not close anything, and an unclosed comment inside a container keeps it open to the
   end of the document. Comments are raw text: inside one, only its own closing
-  sequence counts.
+  sequence counts; but one that a reader stripping the other kind of comment first
+  would end elsewhere (a `%%` left open in an HTML comment) runs to the end.
 * A closer that might not be markup closes nothing (engine.markdown_inert: code,
   attribute values, link text, raw-text elements, escapes); in raw lines, a fence or an
   indented code block inside any region hides the closers in it.
@@ -34,7 +35,7 @@ from __future__ import annotations
 import re
 import sys
 from bisect import bisect_right
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, replace
 from enum import Enum
 
@@ -188,6 +189,20 @@ class Frame:
     # ended there; a reader taking it for no closer reads on to a `-->` in Markdown text
     # too, past the `%%`.
     code_closed: bool = False
+    # Where a comment's opener is in the whole source (`ScanOptions.source`), -1 if
+    # unknown: what it holds decides whether every reader ends it where this scan does.
+    source_opened: int = -1
+
+
+@dataclass(frozen=True, slots=True)
+class SourceView:
+    """The whole source, as markdown-it normalized it, and where an offset of the text
+    being scanned stands in it (None when unknown)."""
+
+    text: str
+    position: Callable[[int], int | None]
+    # Where the source's last `-->` starts (-1 if none): found once, not at each comment.
+    last_html_closer: int
 
 
 @dataclass(frozen=True, slots=True)
@@ -247,6 +262,9 @@ class ScanOptions:
     held: int = 0
     # Whether the text is an HTML block's from its opening line, which says what ends it.
     html_block_text: bool = False
+    # The source the text is read from: a comment opened in one block and ended in a
+    # later one is judged on the source between (`Frame.source_opened`).
+    source: SourceView | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -465,6 +483,8 @@ class _Scanner:
         self.html_block_unsure = False
         # Where the search for the opener of an inline comment a `-->` may end starts.
         self.inline_comment_from = 0
+        # Where the text's last `-->` starts (-1 if none), once asked.
+        self.last_html_closer: int | None = None
 
     def run(self, start: int) -> ScanResult:
         text = self.text
@@ -534,7 +554,10 @@ class _Scanner:
     def _push(self, frame: Frame, at: int) -> None:
         if not self.stack:
             self.region_start = at
-        self.stack.append(replace(frame, opened_at=at))
+        source_opened = -1
+        if frame.kind in _COMMENTS and self.options.source is not None:
+            source_opened = _or_unknown(self.options.source.position(at))
+        self.stack.append(replace(frame, opened_at=at, source_opened=source_opened))
 
     def _touch(self, at: int) -> None:
         """Note that the frame at `at` of the stack (from the outermost) is about to change."""
@@ -914,9 +937,8 @@ class _Scanner:
         return line_end
 
     def _open_html_comment(self, start: int) -> int:
-        # `<!-->` and `<!--->` are complete (empty) comments in HTML and CommonMark.
         comment = Frame(FrameKind.HTML_COMMENT, raw=self._raw_at(start))
-        for empty in ("<!-->", "<!--->"):
+        for empty in _EMPTY_COMMENTS:
             if self.text.startswith(empty, start):
                 self._push(comment, start)
                 return self._pop(start + len(empty))
@@ -933,6 +955,9 @@ class _Scanner:
                 return limit
             span_end = self._code_end(found)
             if span_end is None and not self._inert_comment_closer(found, closer) and self._written_raw(found, closer):
+                if self._paired_otherwise(found, closer):
+                    self._set(-1, replace(self.stack[-1], unending=True))
+                    break
                 if closer == "%%" and (self.stack[-1].raw or self.stack[-1].code_closed):
                     # A browser's comment opened in it goes on past it, as an HTML comment.
                     self._set(-1, replace(self.stack[-1], kind=FrameKind.HTML_COMMENT, code_closed=False))
@@ -948,6 +973,43 @@ class _Scanner:
                     self._set(-1, replace(self.stack[-1], raw=False))
                 position = found + 1 if span_end is None else span_end
         return limit
+
+    def _paired_otherwise(self, found: int, closer: str) -> bool:
+        """Whether a reader that strips one kind of comment before the other (Obsidian
+        exporters strip `%%` pairs from the source as written) ends the comment
+        elsewhere: an HTML comment holding an odd number of `%%` (`x <!-- %% --> CANARY
+        %%`: the `%%` in it opens one running over `CANARY`), an Obsidian one whose
+        closing `%%` is in an HTML comment opened in it and ended later (`%% <!-- %% -->
+        CANARY`: the HTML comment gone, the first `%%` runs on). That reader pairs every
+        `%%` after it the other way round: the comment runs to the end of the document,
+        as one holding a `%%` that might not be markup does."""
+        frame = self.stack[-1]
+        source = self.options.source
+        closed = source.position(found) if source is not None and frame.source_opened >= 0 else None
+        if source is not None and closed is not None:
+            text, opened, last_closer = source.text, frame.source_opened, source.last_html_closer
+        elif frame.opened_at >= 0:
+            text, opened, closed = self.text, frame.opened_at, found
+            # Whether a `-->` follows in the source is unknown: any there may.
+            later = source is not None and source.last_html_closer >= 0
+            last_closer = sys.maxsize if later else self._last_html_closer()
+        else:
+            return False
+        if closer == "-->":
+            # A `%%` in code is none to a reader that knows code: with a backtick in the
+            # comment, any `%%` there may leave one open (`<!-- `%%` %% --> CANARY`).
+            marks = text.count("%%", opened, closed)
+            return marks % 2 == 1 or (marks > 0 and text.find("`", opened, closed) >= 0)
+        inner = text.rfind("<!--", opened + len(closer), closed)
+        if inner < 0 or text.startswith(_EMPTY_COMMENTS, inner) or text.find("-->", inner, closed) >= 0:
+            return False
+        return last_closer >= closed
+
+    def _last_html_closer(self) -> int:
+        """Where the text's last `-->` starts, -1 if none (searched once)."""
+        if self.last_html_closer is None:
+            self.last_html_closer = self.text.rfind("-->")
+        return self.last_html_closer
 
     def _follow_raw_comment(self, start: int, end: int) -> None:
         """Inside a comment, what a browser reads in `start..end` where markdown-it writes it
@@ -1232,6 +1294,15 @@ def _innermost_tag(section: Frame) -> int:
 # An HTML comment in inline Markdown, as markdown-it finds one (markdown_it.common.html_re).
 # What opens and ends an HTML comment in a browser's reading of raw HTML.
 _BROWSER_COMMENT_EVENTS = re.compile(r"<!--|-->")
+_COMMENTS = (FrameKind.HTML_COMMENT, FrameKind.OBSIDIAN_COMMENT)
+# Complete (empty) comments in HTML and CommonMark.
+_EMPTY_COMMENTS = ("<!-->", "<!--->")
+
+
+def _or_unknown(position: int | None) -> int:
+    return -1 if position is None else position
+
+
 _INLINE_COMMENT = re.compile(r"<!---?>|<!--(?:[^-]|-[^-]|--[^>])*-->")
 
 

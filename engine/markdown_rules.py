@@ -21,6 +21,7 @@ from bisect import bisect_right
 from collections import Counter
 from collections.abc import Callable
 from dataclasses import dataclass, field, replace
+from functools import partial
 from typing import Any
 
 from markdown_it import MarkdownIt
@@ -62,6 +63,7 @@ from engine.markdown_regions import (
     FrameKind,
     ScanOptions,
     ScanResult,
+    SourceView,
     container_line,
     container_opener,
     escaped,
@@ -166,18 +168,23 @@ class _BlockLines:
     def index_of(self, position: int) -> int:
         return bisect_right(self.offsets, position) - 1
 
+    def in_source(self, state: StateBlock, position: int) -> int:
+        """Where `position` of `text` is in the source."""
+        index = self.index_of(position)
+        line = self.first_line + index
+        column = max(position - self.offsets[index] - self.pads[index], 0)  # not in our padding
+        return state.bMarks[line] + state.tShift[line] + column
+
+    def source_view(self, state: StateBlock) -> SourceView:
+        return SourceView(state.src, partial(self.in_source, state), source_inert_of(state).last_html_closer)
+
     def inert_test(self, state: StateBlock) -> InertTest:
         """Whether a closer at a position of `text` might not be markup, judged on the
         whole source (found once per document), so that a code span or a link running
         over the end of a chunk is seen whole."""
         source = source_inert_of(state)
         source_inert = source.inert
-
-        def in_source(position: int) -> int:
-            index = self.index_of(position)
-            line = self.first_line + index
-            column = max(position - self.offsets[index] - self.pads[index], 0)  # not in our padding
-            return state.bMarks[line] + state.tShift[line] + column
+        in_source = partial(self.in_source, state)
 
         # Its own lines too: in a quote, the source holds `>` markers that end a tag there.
         own_inert = inert_spans(self.text, lambda at: source.in_raw_html(in_source(at))).inert
@@ -210,6 +217,7 @@ def _scan_block(state: StateBlock, lines: _BlockLines, stack: list[Frame], start
             stop_when_closed=True,
             inert=_held_in_footnotes(lines, footnotes, lines.inert_test(state)),
             unrendered=lines.unrendered_test(state),
+            source=lines.source_view(state),
         )
         result = scan(lines.text, list(stack), options, start=start)  # each chunk from `stack`
         if result.stopped_at is not None or lines.end_line >= end_line:
@@ -849,7 +857,13 @@ class _Stripper:
             footnotes=self._footnote_spans(token, text, raw_html),
             held=self.held,
             html_block_text=token.type == "html_block" and not rest_of_closing_line,
+            source=self._source_view(token.map, text),
         )
+
+    def _source_view(self, line_map: list[int] | None, text: str) -> SourceView | None:
+        positions = self.source_inert.positions(line_map, text)
+        source = self.source_inert
+        return None if positions is None else SourceView(source.source, positions, source.last_html_closer)
 
     def _footnote_spans(self, token: Token, text: str, raw_html: bool) -> tuple[tuple[int, int], ...]:
         """Where `text`, a block's lines from its first (`token.map`), is a footnote
@@ -1238,6 +1252,7 @@ class _Stripper:
                 lazy_lines=self._lazy_lines(token) if self.depth and not in_cell else frozenset(),
                 footnotes=self._footnote_spans(token, token.content, rest_of_closing_line),
                 held=self.held,
+                source=self._source_view(token.map, token.content),
             ),
         )
         return remove_ranges(token.content, result.removed).strip()

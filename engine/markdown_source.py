@@ -56,6 +56,8 @@ class SourceInert:
     """The inert places of a whole source (engine.markdown_inert), asked about block texts."""
 
     def __init__(self, source: str) -> None:
+        self.source = source
+        self.last_html_closer = source.rfind("-->")
         self.lines = source.split("\n")
         self.line_starts: list[int] = []
         offset = 0
@@ -161,6 +163,11 @@ class SourceInert:
     def _inside_earlier(self, source_at: int) -> bool:
         index = bisect_right(self.places.starts, source_at) - 1
         return index >= 0 and self.places.merged[index][0] < source_at < self.places.merged[index][1]
+
+    def positions(self, line_map: list[int] | None, text: str) -> SourcePosition | None:
+        """Where the offsets of a block's `text`, read from source lines `line_map`, are in
+        the source (None for all when the lines are unknown)."""
+        return None if line_map is None else self._positions(line_map, text)
 
     def _positions(self, line_map: list[int], text: str) -> SourcePosition:
         # Asked once per heading of a block: the last block's positions are kept.
