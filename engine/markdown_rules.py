@@ -808,6 +808,11 @@ class _Stripper:
             assert token.map is not None
             source = footnote_text("\n".join(self.source_lines[token.map[0] : token.map[1]]))
             result = self._scan(source, self._raw_options(token, source))
+            if not hidden and not result.removed:
+                gm_level = self._definition_as_gm_heading(token)
+                if gm_level is not None:
+                    self._cut_from(gm_level)
+                    return False
             return not (hidden or result.removed)
         if token.type in ("fence", "code_block") and hidden:
             if not self.stack:
@@ -1255,6 +1260,28 @@ class _Stripper:
         assert quotes is not None  # the pattern matches the empty string
         underline = _UNDERLINE_LINE.fullmatch(line[quotes.end() :])
         return underline.group(1)[0] * 3 if underline else None
+
+    def _definition_as_gm_heading(self, token: Token) -> int | None:
+        """The level of the GM heading a link reference definition's first line is to
+        Pandoc when a run of dashes or equals signs follows it (`[GM]: /u`, `---`, in the
+        quote or list item or lazily after it; `[GM]:`, `---`, which markdown-it reads as
+        a definition of `---`): Pandoc tries setext headings before definitions, and the
+        heading's text `[GM]: /u` begins with `[GM]`. None otherwise."""
+        assert token.map is not None
+        after = token.map[0] + 1
+        if after >= len(self.source_lines):
+            return None
+        line = self.source_lines[after]
+        quotes = QUOTE_PREFIX.match(line)
+        assert quotes is not None  # the pattern matches the empty string
+        # Indented past the margin too: the margin of the list item it is in may be wider.
+        underline = _UNDERLINE_LINE.fullmatch(line[quotes.end() :].lstrip(" \t"))
+        if underline is None:
+            return None
+        # A footnote's text from its label on (`[^1]: [GM]: /u`, re-marked when it holds a GM part).
+        text = without_container_prefix(footnote_text(self.source_lines[token.map[0]])).strip(" \t")
+        heading = gm_heading_line(f"{text}\n{underline.group(1)[0] * 3}")
+        return heading[1] if heading is not None else None
 
     def _lazy_lines(self, token: Token) -> frozenset[int]:
         """Offsets in a paragraph's content of its lazy continuation lines: those whose
