@@ -1150,6 +1150,11 @@ class _Stripper:
             # break to markdown-it (`> GM`, `---`), but Pandoc's quotes and list items take
             # it lazily and read it as the paragraph's underline: a setext heading there.
             line = gm_heading_line(f"{kept}\n{underline}")
+            if line is None and self._is_gm_heading(kept):
+                # Named once parsed, as Pandoc reads a heading's text (`> \[GM\] x`, `> GM&#58;`).
+                line = (0, 1 if underline == "===" else 2)
+        if in_paragraph and line is None and "=" in kept:
+            line = self._parsed_gm_text_over_equals(kept)
         found = [line] if line is not None else []
         judged = self._html_heading_to_judge(kept)
         if judged is not None and judged[1]:
@@ -1261,6 +1266,20 @@ class _Stripper:
         underline = _UNDERLINE_LINE.fullmatch(line[quotes.end() :])
         return underline.group(1)[0] * 3 if underline else None
 
+    def _parsed_gm_text_over_equals(self, text: str) -> tuple[int, int] | None:
+        """(offset, 1) of the lines of a paragraph's `text` over a `===` line in it that
+        name GM once parsed, None when none do: such a line is a lazy one of a quote or
+        list item (`- G&#77;`, `===`), paragraph text to markdown-it, but the underline of
+        a heading whose text Pandoc reads parsed (raw names are `gm_heading_line`'s)."""
+        start = offset = 0
+        for line in text.split("\n"):
+            if _UNDERLINE_LINE.fullmatch(line.lstrip(" \t")) and line.strip(" \t")[0] == "=":
+                if start < offset and self._is_gm_heading(text[start : offset - 1]):
+                    return start, 1
+                start = offset + len(line) + 1
+            offset += len(line) + 1
+        return None
+
     def _definition_as_gm_heading(self, token: Token) -> int | None:
         """The level of the GM heading a link reference definition's first line is to
         Pandoc when a run of dashes or equals signs follows it (`[GM]: /u`, `---`, in the
@@ -1280,8 +1299,15 @@ class _Stripper:
             return None
         # A footnote's text from its label on (`[^1]: [GM]: /u`, re-marked when it holds a GM part).
         text = without_container_prefix(footnote_text(self.source_lines[token.map[0]])).strip(" \t")
-        heading = gm_heading_line(f"{text}\n{underline.group(1)[0] * 3}")
-        return heading[1] if heading is not None else None
+        level = 1 if underline.group(1)[0] == "=" else 2
+        if is_gm_heading_text(text):
+            return level
+        # Its label is no link there (the line defines nothing to Pandoc): `[G&#77;]: /u`
+        # reads `[GM]: /u`.
+        if not PARSED_TEXT_MAY_DIFFER.search(text):
+            return None
+        children, _ = _parse_inline(self.state.md, text, {})
+        return level if is_gm_heading_text(_plain_text(children)) else None
 
     def _lazy_lines(self, token: Token) -> frozenset[int]:
         """Offsets in a paragraph's content of its lazy continuation lines: those whose
