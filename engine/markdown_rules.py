@@ -962,6 +962,8 @@ class _Stripper:
             # `> <div>`, `> GM`, `---` (or `===`): the block ends before the lazy line to
             # markdown-it, Pandoc's quote takes it, an underline there.
             line = gm_heading_line(token.content.removesuffix("\n") + "\n" + underline, in_html=True)
+        if line is None:
+            line = self._parsed_gm_line_over_underline(token.content.removesuffix("\n") + "\n" + (underline or ""))
         if line is not None and self.cut_level is not None:
             self._cut_from(line[1])
             line = None
@@ -1034,6 +1036,8 @@ class _Stripper:
             # A fence in a quote (`> ~~~`, `> GM`, `---` or `===`) ends with it, before the
             # lazy line that underlines `GM` once the forgotten closing fence is put back.
             line = gm_heading_line(content.removesuffix("\n") + "\n" + underline, after_any_line=True)
+        if line is None:
+            line = self._parsed_gm_line_over_underline(content.removesuffix("\n") + "\n" + (underline or ""))
         heading = min(headings + ([line] if line is not None else []), default=None)
         if heading is not None and heading[0] < cut:
             cut = heading[0]
@@ -1265,6 +1269,27 @@ class _Stripper:
         assert quotes is not None  # the pattern matches the empty string
         underline = _UNDERLINE_LINE.fullmatch(line[quotes.end() :])
         return underline.group(1)[0] * 3 if underline else None
+
+    def _parsed_gm_line_over_underline(self, text: str) -> tuple[int, int] | None:
+        """(offset, level) of the first line of raw `text` (an HTML block's, a fence's
+        never closed) that names GM only once parsed (`G&#77;`, `\\[GM\\] x`, `<b>GM</b>`)
+        right over a `---` or `===` line, None when there is none: Pandoc reads the
+        Markdown in a `<div>`, and a fence never closed is none to it, so the two lines
+        are a heading there, whose text it reads parsed (raw names are `gm_heading_line`'s)."""
+        offset = 0
+        above: tuple[int, str] | None = None
+        for line in text.split("\n"):
+            underline = _UNDERLINE_LINE.fullmatch(line.lstrip(" \t"))
+            if (
+                underline is not None
+                and above is not None
+                and PARSED_TEXT_MAY_DIFFER.search(above[1])
+                and self._is_gm_heading(above[1].strip(" \t"))
+            ):
+                return above[0], 1 if underline.group(1)[0] == "=" else 2
+            above = (offset, line) if line.strip(" \t") else None
+            offset += len(line) + 1
+        return None
 
     def _parsed_gm_text_over_equals(self, text: str) -> tuple[int, int] | None:
         """(offset, 1) of the lines of a paragraph's `text` over a `===` line in it that
