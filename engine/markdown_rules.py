@@ -1147,6 +1147,8 @@ class _Stripper:
             # container's opening or closing line (`::: note`, `GM`, `---`: one heading to
             # markdown-it, a div holding a GM heading to Pandoc and markdown-it-container).
             line = gm_heading_line(f"{kept}\n{parent.markup * 3}")
+            after = self._parsed_gm_text_after_container_line(kept) if line is None else None
+            line = (after, int(parent.tag[1:])) if after is not None else line
         in_paragraph = parent is not None and parent.type == "paragraph_open"
         underline = self._lazy_underline_after(token) if in_paragraph and line is None else None
         if underline is not None:
@@ -1154,9 +1156,12 @@ class _Stripper:
             # break to markdown-it (`> GM`, `---`), but Pandoc's quotes and list items take
             # it lazily and read it as the paragraph's underline: a setext heading there.
             line = gm_heading_line(f"{kept}\n{underline}")
+            level = 1 if underline == "===" else 2
             if line is None and self._is_gm_heading(kept):
                 # Named once parsed, as Pandoc reads a heading's text (`> \[GM\] x`, `> GM&#58;`).
-                line = (0, 1 if underline == "===" else 2)
+                line = (0, level)
+            after = self._parsed_gm_text_after_container_line(kept) if line is None else None
+            line = (after, level) if after is not None else line
         if in_paragraph and line is None and "=" in kept:
             line = self._parsed_gm_text_over_equals(kept)
         found = [line] if line is not None else []
@@ -1270,6 +1275,19 @@ class _Stripper:
         underline = _UNDERLINE_LINE.fullmatch(line[quotes.end() :])
         return underline.group(1)[0] * 3 if underline else None
 
+    def _parsed_gm_text_after_container_line(self, text: str) -> int | None:
+        """The offset in a paragraph's `text` of its lines after its last container
+        opening or closing line when they name GM once parsed (`::: note`, `G&#77;`, then
+        an underline: a heading in a div to Pandoc), None otherwise."""
+        offset, start = 0, None
+        for line in text.split("\n"):
+            offset += len(line) + 1
+            if container_line(line) is not None:
+                start = offset
+        if start is None or start >= len(text) or not PARSED_TEXT_MAY_DIFFER.search(text, start):
+            return None
+        return start if self._is_gm_heading(text[start:]) else None
+
     def _parsed_gm_line_over_underline(self, text: str) -> tuple[int, int] | None:
         """(offset, level) of the first line of raw `text` (an HTML block's, a fence's
         never closed) that names GM only once parsed (`G&#77;`, `\\[GM\\] x`, `<b>GM</b>`)
@@ -1299,8 +1317,12 @@ class _Stripper:
         start = offset = 0
         for line in text.split("\n"):
             if _UNDERLINE_LINE.fullmatch(line.lstrip(" \t")) and line.strip(" \t")[0] == "=":
-                if start < offset and self._is_gm_heading(text[start : offset - 1]):
+                segment = text[start : offset - 1] if start < offset else ""
+                if segment and self._is_gm_heading(segment):
                     return start, 1
+                after = self._parsed_gm_text_after_container_line(segment) if segment else None
+                if after is not None:
+                    return start + after, 1
                 start = offset + len(line) + 1
             offset += len(line) + 1
         return None
