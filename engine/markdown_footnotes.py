@@ -19,7 +19,7 @@ from mdit_py_plugins.footnote import footnote_plugin
 
 from engine.markdown_headings import gm_heading_line, is_gm_heading_text, last_text_lines
 from engine.markdown_regions import container_opener
-from engine.markdown_text import CONTAINER_PREFIX, FOOTNOTE_LABEL, without_container_prefix
+from engine.markdown_text import CONTAINER_PREFIX, FOOTNOTE_LABEL, QUOTE_PREFIX, without_container_prefix
 
 # A footnote definition's label after the quote markers before it.
 _QUOTED_FOOTNOTE_LABEL = re.compile(rf"^([ \t>]*){FOOTNOTE_LABEL.pattern}")
@@ -180,7 +180,7 @@ def footnote_rule(state: StateBlock, start_line: int, end_line: int, silent: boo
     # so it is on a continuation line defining another footnote (`    [^2]: ::: gm`).
     body = [_NESTED_LABELS.sub("", state.src[text_start : state.eMarks[start_line]], count=1)]
     body += _continuation_body(state, lines[1:])
-    remark = _holds_gm_part(body)
+    remark = _holds_gm_part(body + _lazy_underline_after(state, lines[-1]))
     if silent:
         # As a paragraph's terminator: a definition interrupts a paragraph to
         # markdown-it-footnote (`x`, `[^1]: ::: gm`), so one re-marked starts a block of
@@ -203,6 +203,23 @@ def footnote_rule(state: StateBlock, start_line: int, end_line: int, silent: boo
             else:
                 lazy[line] = start_line
     return False
+
+
+def _lazy_underline_after(state: StateBlock, last_line: int) -> list[str]:
+    """The line after a footnote's last one, when that line is not blank and is a run of
+    dashes or equals signs outside the quote or list item the footnote is in (`> [^1]:
+    GM`, `---`): a thematic break after the quote to markdown-it, but Pandoc's quote or
+    list item takes it lazily, and so does the footnote, as the underline of its last
+    paragraph; else nothing."""
+    line = last_line + 1
+    if state.isEmpty(last_line) or line >= len(state.eMarks) - 1:
+        return []
+    # The whole source line: the marks of one inside a quote start after its markers.
+    text = state.src[state.eMarks[line - 1] + 1 : state.eMarks[line]]
+    prefix = QUOTE_PREFIX.match(text)
+    assert prefix is not None  # the pattern matches the empty string
+    underline = _ASCII_UNDERLINE.match(text[prefix.end() :])
+    return [underline.group(0)] if underline else []
 
 
 def _footnote_lines(state: StateBlock, start_line: int, end_line: int) -> list[int]:

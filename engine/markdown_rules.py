@@ -816,6 +816,11 @@ class _Stripper:
             assert token.map is not None
             source = footnote_text("\n".join(self.source_lines[token.map[0] : token.map[1]]))
             result = self._scan(source, self._raw_options(token, source))
+            if not hidden and not result.removed:
+                gm_level = self._definition_as_gm_heading(token)
+                if gm_level is not None:
+                    self._cut_from(gm_level)
+                    return False
             return not (hidden or result.removed)
         if token.type in ("fence", "code_block") and hidden:
             if not self.stack:
@@ -971,6 +976,8 @@ class _Stripper:
             # `> <div>`, `> GM`, `---` (or `===`): the block ends before the lazy line to
             # markdown-it, Pandoc's quote takes it, an underline there.
             line = gm_heading_line(token.content.removesuffix("\n") + "\n" + underline, in_html=True)
+        if line is None:
+            line = self._parsed_gm_line_over_underline(token.content.removesuffix("\n") + "\n" + (underline or ""))
         if line is not None and self.cut_level is not None:
             self._cut_from(line[1])
             line = None
@@ -1043,6 +1050,8 @@ class _Stripper:
             # A fence in a quote (`> ~~~`, `> GM`, `---` or `===`) ends with it, before the
             # lazy line that underlines `GM` once the forgotten closing fence is put back.
             line = gm_heading_line(content.removesuffix("\n") + "\n" + underline, after_any_line=True)
+        if line is None:
+            line = self._parsed_gm_line_over_underline(content.removesuffix("\n") + "\n" + (underline or ""))
         heading = min(headings + ([line] if line is not None else []), default=None)
         if heading is not None and heading[0] < cut:
             cut = heading[0]
@@ -1152,6 +1161,8 @@ class _Stripper:
             # container's opening or closing line (`::: note`, `GM`, `---`: one heading to
             # markdown-it, a div holding a GM heading to Pandoc and markdown-it-container).
             line = gm_heading_line(f"{kept}\n{parent.markup * 3}")
+            after = self._parsed_gm_text_after_container_line(kept) if line is None else None
+            line = (after, int(parent.tag[1:])) if after is not None else line
         in_paragraph = parent is not None and parent.type == "paragraph_open"
         underline = self._lazy_underline_after(token) if in_paragraph and line is None else None
         if underline is not None:
@@ -1159,6 +1170,14 @@ class _Stripper:
             # break to markdown-it (`> GM`, `---`), but Pandoc's quotes and list items take
             # it lazily and read it as the paragraph's underline: a setext heading there.
             line = gm_heading_line(f"{kept}\n{underline}")
+            level = 1 if underline == "===" else 2
+            if line is None and self._is_gm_heading(kept):
+                # Named once parsed, as Pandoc reads a heading's text (`> \[GM\] x`, `> GM&#58;`).
+                line = (0, level)
+            after = self._parsed_gm_text_after_container_line(kept) if line is None else None
+            line = (after, level) if after is not None else line
+        if in_paragraph and line is None and "=" in kept:
+            line = self._parsed_gm_text_over_equals(kept)
         found = [line] if line is not None else []
         judged = self._html_heading_to_judge(kept)
         if judged is not None and judged[1]:
@@ -1270,6 +1289,87 @@ class _Stripper:
         assert quotes is not None  # the pattern matches the empty string
         underline = _UNDERLINE_LINE.fullmatch(line[quotes.end() :])
         return underline.group(1)[0] * 3 if underline else None
+
+    def _parsed_gm_text_after_container_line(self, text: str) -> int | None:
+        """The offset in a paragraph's `text` of its lines after its last container
+        opening or closing line when they name GM once parsed (`::: note`, `G&#77;`, then
+        an underline: a heading in a div to Pandoc), None otherwise."""
+        offset, start = 0, None
+        for line in text.split("\n"):
+            offset += len(line) + 1
+            if container_line(line) is not None:
+                start = offset
+        if start is None or start >= len(text) or not PARSED_TEXT_MAY_DIFFER.search(text, start):
+            return None
+        return start if self._is_gm_heading(text[start:]) else None
+
+    def _parsed_gm_line_over_underline(self, text: str) -> tuple[int, int] | None:
+        """(offset, level) of the first line of raw `text` (an HTML block's, a fence's
+        never closed) that names GM only once parsed (`G&#77;`, `\\[GM\\] x`, `<b>GM</b>`)
+        right over a `---` or `===` line, None when there is none: Pandoc reads the
+        Markdown in a `<div>`, and a fence never closed is none to it, so the two lines
+        are a heading there, whose text it reads parsed (raw names are `gm_heading_line`'s)."""
+        offset = 0
+        above: tuple[int, str] | None = None
+        for line in text.split("\n"):
+            underline = _UNDERLINE_LINE.fullmatch(line.lstrip(" \t"))
+            if (
+                underline is not None
+                and above is not None
+                and PARSED_TEXT_MAY_DIFFER.search(above[1])
+                and self._is_gm_heading(above[1].strip(" \t"))
+            ):
+                return above[0], 1 if underline.group(1)[0] == "=" else 2
+            above = (offset, line) if line.strip(" \t") else None
+            offset += len(line) + 1
+        return None
+
+    def _parsed_gm_text_over_equals(self, text: str) -> tuple[int, int] | None:
+        """(offset, 1) of the lines of a paragraph's `text` over a `===` line in it that
+        name GM once parsed, None when none do: such a line is a lazy one of a quote or
+        list item (`- G&#77;`, `===`), paragraph text to markdown-it, but the underline of
+        a heading whose text Pandoc reads parsed (raw names are `gm_heading_line`'s)."""
+        start = offset = 0
+        for line in text.split("\n"):
+            if _UNDERLINE_LINE.fullmatch(line.lstrip(" \t")) and line.strip(" \t")[0] == "=":
+                segment = text[start : offset - 1] if start < offset else ""
+                if segment and self._is_gm_heading(segment):
+                    return start, 1
+                after = self._parsed_gm_text_after_container_line(segment) if segment else None
+                if after is not None:
+                    return start + after, 1
+                start = offset + len(line) + 1
+            offset += len(line) + 1
+        return None
+
+    def _definition_as_gm_heading(self, token: Token) -> int | None:
+        """The level of the GM heading a link reference definition's first line is to
+        Pandoc when a run of dashes or equals signs follows it (`[GM]: /u`, `---`, in the
+        quote or list item or lazily after it; `[GM]:`, `---`, which markdown-it reads as
+        a definition of `---`): Pandoc tries setext headings before definitions, and the
+        heading's text `[GM]: /u` begins with `[GM]`. None otherwise."""
+        assert token.map is not None
+        after = token.map[0] + 1
+        if after >= len(self.source_lines):
+            return None
+        line = self.source_lines[after]
+        quotes = QUOTE_PREFIX.match(line)
+        assert quotes is not None  # the pattern matches the empty string
+        # Indented past the margin too: the margin of the list item it is in may be wider.
+        underline = _UNDERLINE_LINE.fullmatch(line[quotes.end() :].lstrip(" \t"))
+        if underline is None:
+            return None
+        # A footnote's text from its label on (`[^1]: [GM]: /u`, re-marked when it holds a GM part).
+        text = without_container_prefix(footnote_text(self.source_lines[token.map[0]])).strip(" \t")
+        level = 1 if underline.group(1)[0] == "=" else 2
+        if is_gm_heading_text(text):
+            return level
+        # Its label is no link there (the line defines nothing to Pandoc): `[G&#77;]: /u`
+        # reads `[GM]: /u`.
+        if not PARSED_TEXT_MAY_DIFFER.search(text):
+            return None
+        children, _ = _parse_inline(self.state.md, text, {})
+        return level if is_gm_heading_text(_plain_text(children)) else None
 
     def _lazy_lines(self, token: Token) -> frozenset[int]:
         """Offsets in a paragraph's content of its lazy continuation lines: those whose
