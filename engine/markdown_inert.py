@@ -284,6 +284,7 @@ class _MarkdownEndTags:
         # Found on the first question: most texts have no raw-text element.
         self._escaping: list[int] | None = None
         self._newlines: list[int] = []
+        self._paragraph_breaks: list[int] = []
 
     def written_as_is(self, at: int) -> bool:
         if self._code_at is not None and self._code_at(at):
@@ -294,10 +295,11 @@ class _MarkdownEndTags:
         if self._escaping is None:
             self._escaping = [found.start() for found in _ESCAPING_MARKUP.finditer(text)]
             self._newlines = [found.start() for found in _NEWLINE.finditer(text)]
+            self._paragraph_breaks = [found.start() for found in _PARAGRAPH_BREAK.finditer(text)]
         if text[at - 1 : at] == "\\":
             return False
-        paragraph = bisect_right(self._blank_lines, at) - 1
-        paragraph_start = self._blank_lines[paragraph] if paragraph >= 0 else 0
+        paragraph = bisect_right(self._paragraph_breaks, at) - 1
+        paragraph_start = self._paragraph_breaks[paragraph] if paragraph >= 0 else 0
         escaping = bisect_right(self._escaping, at) - 1
         if escaping >= 0 and self._escaping[escaping] >= paragraph_start:
             return False
@@ -305,9 +307,10 @@ class _MarkdownEndTags:
         prefix = _LINE_PREFIX.match(text, self._newlines[line] + 1 if line >= 0 else 0, at)
         if prefix is None:
             return True
-        if self._item_column_at is not None and not prefix.group().strip(" \t"):
-            # Indented from the text of the list items holding the line (`-  x`, then
-            # `    <xmp>a</xmp>` is indented one column in the item).
+        if self._item_column_at is not None and not prefix.group().strip(" \t>"):
+            # Indented from the text of the quotes and list items holding the line (`-  x`,
+            # then `    <xmp>a</xmp>` is indented one column in the item; `>   <xmp>`, or
+            # its markers read as spaces, two in the quote).
             return len(prefix.group().expandtabs(4)) - self._item_column_at(at) < 4
         return not ("\t" in prefix.group() or "    " in prefix.group())
 
@@ -316,6 +319,10 @@ _BACKTICK_RUN = re.compile(r"`+")
 # What markdown-it writes an end tag after escaped, or not at all (see _MarkdownEndTags).
 _ESCAPING_MARKUP = re.compile(r"`|!\[|\][(:]")
 _NEWLINE = re.compile(r"\n")
+# A line that ends a paragraph: a blank one, or one of quote markers only (blank in its
+# quote, or an empty quote interrupting the paragraph), each marker indented less than
+# four columns (`>     >` goes on with a paragraph in the quote).
+_PARAGRAPH_BREAK = re.compile(r"\n(?: {0,3}>)*[ \t]*(?=\n)")
 # What may come before an indented code block's text on its line.
 _LINE_PREFIX = re.compile(r"[ \t>]*(?:(?:[-*+]|\d{1,9}[.)])[ \t]+)*")
 _LINE_OR_CELL_END = re.compile(r"[\n|]")

@@ -223,7 +223,8 @@ class _LineKinds:
     """May be code, written escaped: a fence's line, or an HTML block's whose first line is
     indented four columns (an indented code block, unless deep in a list item)."""
     item_columns: list[int]
-    """Where the text of the list items surely holding the line starts (see `_follow_items`)."""
+    """Where the text of the quotes and list items surely holding the line starts, from
+    the margin (see `_follow_items`, `_text_column`)."""
 
 
 def _line_kinds(
@@ -270,7 +271,7 @@ def _line_kinds(
             items.clear()  # a quote starts or ends (a blank line ends one) with the items in it
             items_quotes = quotes
         item_indent = _follow_items(items, _after_quote_markers(line, quotes), in_paragraph, in_block)
-        item_columns.append(item_indent)
+        item_columns.append(_text_column(line, quotes, item_indent))
         code.append(fence is not None or (html_end is not None and html_indented))
         if fence is not None and not fence.ended_by(line, after_prefix):
             raw.append(False)
@@ -390,6 +391,16 @@ def _line_value(values: list[int], line_starts: list[int], source_at: int) -> in
 def _quotes_before(line: str, rest: str) -> int:
     """How many quote markers `line` shows before `rest`, what is left of it after them."""
     return line[: len(line) - len(rest)].count(">")
+
+
+def _text_column(line: str, quotes: int, item_column: int) -> int:
+    """Where the text of the list items surely holding `line` starts, `item_column` in
+    its `quotes` quotes: after those quotes' markers, and the space after each (`>   x`
+    is indented two columns); 0 when something else comes between them."""
+    if not quotes:
+        return item_column
+    markers = re.match(rf"(?: {{0,3}}> ?){{{quotes}}}", line)
+    return 0 if markers is None else markers.end() + item_column
 
 
 def _without_quote_markers(line: str, count: int) -> str:
