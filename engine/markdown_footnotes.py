@@ -19,7 +19,13 @@ from mdit_py_plugins.footnote import footnote_plugin
 
 from engine.markdown_headings import gm_heading_line, is_gm_heading_text, last_text_lines
 from engine.markdown_regions import container_opener
-from engine.markdown_text import CONTAINER_PREFIX, FOOTNOTE_LABEL, QUOTE_PREFIX, without_container_prefix
+from engine.markdown_text import (
+    CONTAINER_PREFIX,
+    FOOTNOTE_LABEL,
+    after_quote_markers,
+    setext_underline,
+    without_container_prefix,
+)
 
 # A footnote definition's label after the quote markers before it.
 _QUOTED_FOOTNOTE_LABEL = re.compile(rf"^([ \t>]*){FOOTNOTE_LABEL.pattern}")
@@ -31,9 +37,6 @@ def footnote_text(source: str) -> str:
     blocks (a GM container's opening line there opens it)."""
     return _QUOTED_FOOTNOTE_LABEL.sub(r"\1", source, count=1)
 
-
-# A setext underline as Pandoc and CommonMark read it.
-_ASCII_UNDERLINE = re.compile(r" {0,3}(=+|-+)[ \t]*$")
 
 # Labels of footnotes defined in a footnote's text, and the quote markers before them.
 _NESTED_LABELS = re.compile(rf"^(?:[ \t>]*{FOOTNOTE_LABEL.pattern})*[ \t>]*")
@@ -215,11 +218,8 @@ def _lazy_underline_after(state: StateBlock, last_line: int) -> list[str]:
     if state.isEmpty(last_line) or line >= len(state.eMarks) - 1:
         return []
     # The whole source line: the marks of one inside a quote start after its markers.
-    text = state.src[state.eMarks[line - 1] + 1 : state.eMarks[line]]
-    prefix = QUOTE_PREFIX.match(text)
-    assert prefix is not None  # the pattern matches the empty string
-    underline = _ASCII_UNDERLINE.match(text[prefix.end() :])
-    return [underline.group(0)] if underline else []
+    underline = setext_underline(after_quote_markers(state.src[state.eMarks[line - 1] + 1 : state.eMarks[line]]))
+    return [underline] if underline else []
 
 
 def _footnote_lines(state: StateBlock, start_line: int, end_line: int) -> list[int]:
@@ -295,7 +295,7 @@ def _holds_gm_part(body: list[str]) -> bool:
         return True
     run: list[str] = []
     for line in body:
-        underline = _ASCII_UNDERLINE.match(line)
+        underline = setext_underline(line)
         texts = (" ".join(part.strip() for part in run), " ".join(last_text_lines(run))) if run and underline else ()
         if any(map(is_gm_heading_text, texts)):
             return True

@@ -75,7 +75,13 @@ from engine.markdown_regions import (
 )
 from engine.markdown_section_tags import secret_section_tag_end
 from engine.markdown_source import SourceInert
-from engine.markdown_text import FOOTNOTE_LABEL, QUOTE_PREFIX, without_container_prefix
+from engine.markdown_text import (
+    FOOTNOTE_LABEL,
+    QUOTE_PREFIX,
+    after_quote_markers,
+    setext_underline,
+    without_container_prefix,
+)
 
 # Token standing for a block the block rules consumed; `meta["stack"]` holds the regions
 # still open at its end (a container left unclosed inside a list item goes on after it).
@@ -1284,11 +1290,7 @@ class _Stripper:
         item's: `- ---` is one), where Pandoc takes it lazily."""
         if token.map is None or token.map[1] >= len(self.source_lines):
             return None
-        line = self.source_lines[token.map[1]]
-        quotes = QUOTE_PREFIX.match(line)
-        assert quotes is not None  # the pattern matches the empty string
-        underline = _UNDERLINE_LINE.fullmatch(line[quotes.end() :])
-        return underline.group(1)[0] * 3 if underline else None
+        return setext_underline(after_quote_markers(self.source_lines[token.map[1]]))
 
     def _parsed_gm_text_after_container_line(self, text: str) -> int | None:
         """The offset in a paragraph's `text` of its lines after its last container
@@ -1312,14 +1314,14 @@ class _Stripper:
         offset = 0
         above: tuple[int, str] | None = None
         for line in text.split("\n"):
-            underline = _UNDERLINE_LINE.fullmatch(line.lstrip(" \t"))
+            underline = setext_underline(line.lstrip(" \t"))
             if (
                 underline is not None
                 and above is not None
                 and PARSED_TEXT_MAY_DIFFER.search(above[1])
                 and self._is_gm_heading(above[1].strip(" \t"))
             ):
-                return above[0], 1 if underline.group(1)[0] == "=" else 2
+                return above[0], 1 if underline == "===" else 2
             above = (offset, line) if line.strip(" \t") else None
             offset += len(line) + 1
         return None
@@ -1331,7 +1333,7 @@ class _Stripper:
         a heading whose text Pandoc reads parsed (raw names are `gm_heading_line`'s)."""
         start = offset = 0
         for line in text.split("\n"):
-            if _UNDERLINE_LINE.fullmatch(line.lstrip(" \t")) and line.strip(" \t")[0] == "=":
+            if setext_underline(line.lstrip(" \t")) == "===":
                 segment = text[start : offset - 1] if start < offset else ""
                 if segment and self._is_gm_heading(segment):
                     return start, 1
@@ -1352,16 +1354,13 @@ class _Stripper:
         after = token.map[0] + 1
         if after >= len(self.source_lines):
             return None
-        line = self.source_lines[after]
-        quotes = QUOTE_PREFIX.match(line)
-        assert quotes is not None  # the pattern matches the empty string
         # Indented past the margin too: the margin of the list item it is in may be wider.
-        underline = _UNDERLINE_LINE.fullmatch(line[quotes.end() :].lstrip(" \t"))
+        underline = setext_underline(after_quote_markers(self.source_lines[after]).lstrip(" \t"))
         if underline is None:
             return None
         # A footnote's text from its label on (`[^1]: [GM]: /u`, re-marked when it holds a GM part).
         text = without_container_prefix(footnote_text(self.source_lines[token.map[0]])).strip(" \t")
-        level = 1 if underline.group(1)[0] == "=" else 2
+        level = 1 if underline == "===" else 2
         if is_gm_heading_text(text):
             return level
         # Its label is no link there (the line defines nothing to Pandoc): `[G&#77;]: /u`
@@ -1515,10 +1514,6 @@ def _is_empty(kind: str, parent: str, inner: list[Token]) -> bool:
 
 
 _LIST_ITEM_PREFIX = re.compile(r"[ \t]*(?:(?:[-*+]|\d{1,9}[.)])(?:[ \t]+|$))*[ \t]*")
-
-
-# A line that may be a setext underline (up to three spaces before it).
-_UNDERLINE_LINE = re.compile(r" {0,3}(-+|=+)[ \t]*")
 
 
 def _written_depth(line: str) -> tuple[int, int]:

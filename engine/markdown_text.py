@@ -79,6 +79,24 @@ QUOTE_PREFIX = re.compile(r"(?:[ \t]*>)*")
 THEMATIC_BREAK = r"(?:(?:\*[ \t]*){3,}|(?:-[ \t]*){3,}|(?:_[ \t]*){3,})$"
 
 
+def after_quote_markers(line: str) -> str:
+    """A raw `line` without the quote markers that start it."""
+    prefix = QUOTE_PREFIX.match(line)
+    assert prefix is not None  # the pattern matches the empty string
+    return line[prefix.end() :]
+
+
+# A line that may be a setext underline, as Pandoc and CommonMark read it (up to three
+# spaces before it).
+_SETEXT_UNDERLINE = re.compile(r" {0,3}(-+|=+)[ \t]*")
+
+
+def setext_underline(text: str) -> str | None:
+    """`===` or `---` when `text` may be a setext underline of that kind, else None."""
+    underline = _SETEXT_UNDERLINE.fullmatch(text)
+    return underline.group(1)[0] * 3 if underline else None
+
+
 def quote_marker_count(line: str) -> int:
     """How many quote markers start a raw `line`."""
     prefix = QUOTE_PREFIX.match(line)
