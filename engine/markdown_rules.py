@@ -976,14 +976,9 @@ class _Stripper:
         """Take GM sections out of an HTML block: under HTML headings, and from a line
         reading as a GM heading in Markdown (`## GM` inside a `<div>`: text to CommonMark,
         a heading to Pandoc and to the author)."""
-        line = gm_heading_line(token.content, in_html=True)
-        underline = self._lazy_underline_after(token) if line is None else None
-        if underline is not None:
-            # `> <div>`, `> GM`, `---` (or `===`): the block ends before the lazy line to
-            # markdown-it, Pandoc's quote takes it, an underline there.
-            line = gm_heading_line(token.content.removesuffix("\n") + "\n" + underline, in_html=True)
-        if line is None:
-            line = self._parsed_gm_line_over_underline(token.content.removesuffix("\n") + "\n" + (underline or ""))
+        # `> <div>`, `> GM`, `---` (or `===`): the block ends before the lazy line to
+        # markdown-it, Pandoc's quote takes it, an underline there.
+        line = self._gm_line_of_raw_block(token, token.content, in_html=True)
         if line is not None and self.cut_level is not None:
             self._cut_from(line[1])
             line = None
@@ -1050,14 +1045,9 @@ class _Stripper:
         result = self._scan(content, self._raw_options(token, content))
         cut = min((start for start, _ in result.removed), default=len(content))
         headings = [(heading.start, heading.level) for heading, verdict in judged_html_headings(content) if verdict]
-        line = gm_heading_line(content, after_any_line=True)
-        underline = self._lazy_underline_after(token) if line is None else None
-        if underline is not None:
-            # A fence in a quote (`> ~~~`, `> GM`, `---` or `===`) ends with it, before the
-            # lazy line that underlines `GM` once the forgotten closing fence is put back.
-            line = gm_heading_line(content.removesuffix("\n") + "\n" + underline, after_any_line=True)
-        if line is None:
-            line = self._parsed_gm_line_over_underline(content.removesuffix("\n") + "\n" + (underline or ""))
+        # A fence in a quote (`> ~~~`, `> GM`, `---` or `===`) ends with it, before the
+        # lazy line that underlines `GM` once the forgotten closing fence is put back.
+        line = self._gm_line_of_raw_block(token, content, after_any_line=True)
         heading = min(headings + ([line] if line is not None else []), default=None)
         if heading is not None and heading[0] < cut:
             cut = heading[0]
@@ -1281,6 +1271,20 @@ class _Stripper:
             ),
         )
         return remove_ranges(token.content, result.removed).strip()
+
+    def _gm_line_of_raw_block(
+        self, token: Token, content: str, *, in_html: bool = False, after_any_line: bool = False
+    ) -> tuple[int, int] | None:
+        """(offset, level) of the first line of a raw block's `content` (an HTML block's, a
+        fence's never closed) reading as a GM heading: raw (`gm_heading_line`, read as
+        `in_html` and `after_any_line` say), over the lazy underline after the block, or
+        named so once parsed; None when none does."""
+        line = gm_heading_line(content, in_html=in_html, after_any_line=after_any_line)
+        underline = self._lazy_underline_after(token) if line is None else None
+        with_underline = content.removesuffix("\n") + "\n" + (underline or "")
+        if underline is not None:
+            line = gm_heading_line(with_underline, in_html=in_html, after_any_line=after_any_line)
+        return self._parsed_gm_line_over_underline(with_underline) if line is None else line
 
     def _lazy_underline_after(self, token: Token) -> str | None:
         """`---` or `===` when the source line right after a block is a run of dashes or
