@@ -690,13 +690,7 @@ class _Scanner:
         # An inline comment holds no `-->`: its opener comes after the last one looked at.
         searched_from, self.inline_comment_from = self.inline_comment_from, found + 1
         opener = self.text.rfind("<!--", searched_from, found + 2)
-        return (
-            opener >= 0
-            and _INLINE_COMMENT.fullmatch(self.text, opener, found + len(closer)) is not None
-            and self._code_end(opener) is None
-            and not self._escaped(opener)
-            and not self.options.inert(opener, -1)
-        )
+        return opener >= 0 and self._is_inline_comment(opener, found + len(closer))
 
     def _inert(self, closer_at: int) -> bool:
         """Whether a closer of the innermost region might not be markup."""
@@ -1057,6 +1051,16 @@ class _Scanner:
             found = self.text.find("-->", found + 1, end)
         return False
 
+    def _is_inline_comment(self, opener: int, end: int) -> bool:
+        """Whether `opener..end` is an inline comment markdown-it writes raw: complete, as
+        markdown-it finds one, and its `<!--` not in code, not escaped, not inert."""
+        return (
+            _INLINE_COMMENT.fullmatch(self.text, opener, end) is not None
+            and self._code_end(opener) is None
+            and not self._escaped(opener)
+            and not self.options.inert(opener, -1)
+        )
+
     def _ends_inline_comment(self, start: int, end: int) -> bool:
         """Whether Markdown text in `start..end` holds an inline comment markdown-it writes
         raw (not in code, not escaped): each `-->` is matched with the last `<!--` before
@@ -1065,14 +1069,7 @@ class _Scanner:
         found = self.text.find("-->", start, end)
         while found >= 0:
             opener = self.text.rfind("<!--", searched_from, found + 2)
-            if (
-                opener >= 0
-                and _INLINE_COMMENT.fullmatch(self.text, opener, found + 3) is not None
-                and self._code_end(opener) is None
-                and not self._escaped(opener)
-                and not self.options.inert(opener, -1)
-                and not self._in_later_footnote(found)
-            ):
+            if opener >= 0 and self._is_inline_comment(opener, found + 3) and not self._in_later_footnote(found):
                 return True
             searched_from = found + 1
             found = self.text.find("-->", found + 1, end)
