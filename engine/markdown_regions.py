@@ -991,9 +991,10 @@ class _Scanner:
             return False
         if closer == "-->":
             # A `%%` in code is none to a reader that knows code: with a backtick in the
-            # comment, any `%%` there may leave one open (`<!-- `%%` %% --> CANARY`).
+            # comment before one, any `%%` there may leave one open (`<!-- `%%` %% -->
+            # CANARY`); code after the last one holds none.
             marks = text.count("%%", opened, closed)
-            return marks % 2 == 1 or (marks > 0 and text.find("`", opened, closed) >= 0)
+            return marks % 2 == 1 or (marks > 0 and text.find("`", opened, text.rfind("%%", opened, closed)) >= 0)
         inner = text.rfind("<!--", opened + len(closer), closed)
         if inner < 0 or text.startswith(_EMPTY_COMMENTS, inner) or text.find("-->", inner, closed) >= 0:
             return False
