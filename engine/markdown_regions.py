@@ -990,10 +990,15 @@ class _Scanner:
         else:
             return False
         if closer == "-->":
-            # A `%%` in code is none to a reader that knows code: with a backtick in the
-            # comment, any `%%` there may leave one open (`<!-- `%%` %% --> CANARY`).
+            # A `%%` in code is none to a reader that knows code: one after a backtick in
+            # the comment and before another, anywhere, may leave one open (`<!-- `%%` %%
+            # --> CANARY`); code before or after them all holds none.
             marks = text.count("%%", opened, closed)
-            return marks % 2 == 1 or (marks > 0 and text.find("`", opened, closed) >= 0)
+            if marks % 2 == 1:
+                return True
+            backtick = text.find("`", opened, closed)
+            mark = text.find("%%", backtick, closed) if backtick >= 0 else -1
+            return mark >= 0 and text.find("`", mark) >= 0
         inner = text.rfind("<!--", opened + len(closer), closed)
         if inner < 0 or text.startswith(_EMPTY_COMMENTS, inner) or text.find("-->", inner, closed) >= 0:
             return False

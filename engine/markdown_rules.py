@@ -193,7 +193,11 @@ class _BlockLines:
         in_source = partial(self.in_source, state)
 
         # Its own lines too: in a quote, the source holds `>` markers that end a tag there.
-        own_inert = inert_spans(self.text, lambda at: source.in_raw_html(in_source(at))).inert
+        # Their indentation counts from the text of the list items holding them, as in
+        # the source (`- :::gm`, `  - a`, `      <xmp>` is no code in the inner item).
+        own_inert = inert_spans(
+            self.text, lambda at: source.in_raw_html(in_source(at)), item_column_at=self._item_column_in(state)
+        ).inert
 
         def inert(at: int, opened_at: int) -> bool:
             if own_inert(at, opened_at):
@@ -201,6 +205,20 @@ class _BlockLines:
             return source_inert(in_source(at), in_source(opened_at) if opened_at >= 0 else -1)
 
         return inert
+
+    def _item_column_in(self, state: StateBlock) -> Callable[[int], int]:
+        """Where the source's list items holding a line of `text` put their text, in
+        `text`'s columns (0 when that is left of the block's margin)."""
+        source = source_inert_of(state)
+
+        def item_column_at(at: int) -> int:
+            index = self.index_of(at)
+            line = self.first_line + index
+            # Where this text's margin is in the source line.
+            margin = self.in_source(state, self.offsets[index] + self.pads[index]) - source.line_starts[line]
+            return max(source.item_columns[line] - margin + self.pads[index], 0)
+
+        return item_column_at
 
     def unrendered_test(self, state: StateBlock) -> InertTest:
         """Where the parser may drop these lines, read before it parses them (nested too
