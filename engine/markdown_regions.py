@@ -50,6 +50,7 @@ from engine.markdown_text import (
     folds_to_none_of,
     quote_marker_count,
     without_container_prefix,
+    without_pandoc_prefix,
 )
 
 # A GM container opening line, after its indentation: `:::gm`, `::: DM`, `::::secret Title`,
@@ -326,7 +327,7 @@ def container_opener(line: str, *, look_alike_markers: bool = False) -> re.Match
     if folds_to_none_of(line, ":"):
         return None
     folded = fold_lookalikes(line).lstrip(" ")
-    return GM_CONTAINER_OPENER.match(without_container_prefix(folded) if look_alike_markers else folded)
+    return GM_CONTAINER_OPENER.match(without_pandoc_prefix(folded) if look_alike_markers else folded)
 
 
 def _container_frame(opener: re.Match[str], line: str, depth: int, *, opened_at: int = -1) -> Frame:
