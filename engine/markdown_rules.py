@@ -1027,7 +1027,7 @@ class _Stripper:
         it, one left open goes on after it."""
         content = token.content
         first_line = content.split("\n", 1)[0]
-        heading = gm_heading_line(first_line)
+        heading = gm_heading_line(first_line) or self._gm_setext_over_code(token, first_line)
         if heading is not None:
             self.cut_level = heading[1]
             return False
@@ -1036,6 +1036,17 @@ class _Stripper:
             token.content = remove_ranges(content, result.removed)
             return not result.stack and bool(token.content.strip())
         return True
+
+    def _gm_setext_over_code(self, token: Token, line: str) -> tuple[int, int] | None:
+        """A GM heading in a one-line indented code block right over a setext underline:
+        Pandoc tries a setext heading before indented code (`    GM`, `===` is a heading
+        there; code, then a paragraph or a rule to CommonMark)."""
+        assert token.map is not None
+        first, end = token.map
+        if end - first != 1 or end >= len(self.source_lines):
+            return None
+        underline = setext_underline(after_quote_markers(self.source_lines[end]).lstrip(" \t"))
+        return None if underline is None else gm_heading_line(f"{line.strip()}\n{underline}")
 
     def _cut_unclosed_fence(self, token: Token) -> None:
         """A fence never closed runs to the end of its container as code, but its author
