@@ -1022,12 +1022,15 @@ class _Stripper:
 
     def _keep_indented_code(self, token: Token) -> bool:
         """An indented code block is code, unless its first line is a GM container opener
-        or GM heading indented by mistake (a tab before `:::gm`): then the block is that
-        GM part's start: a container closed in it takes the lines up to its closer with
-        it, one left open goes on after it."""
+        or GM heading indented by mistake (a tab before `:::gm`; `GM` over an underline
+        line of the block, Pandoc's heading in a definition or list item indented four
+        columns): then the block is that GM part's start: a container closed in it takes
+        the lines up to its closer with it, one left open goes on after it."""
         content = token.content
         first_line = content.split("\n", 1)[0]
-        heading = gm_heading_line(first_line) or self._gm_setext_over_code(token, first_line)
+        heading = gm_heading_line("\n".join(content.split("\n", 2)[:2]))
+        heading = heading if heading is not None and heading[0] == 0 else None
+        heading = heading or self._gm_setext_over_code(token, first_line)
         if heading is not None:
             self.cut_level = heading[1]
             return False
