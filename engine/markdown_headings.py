@@ -13,7 +13,13 @@ from dataclasses import dataclass
 
 from engine.html_tags import Tag, element_tags, html_text, tags
 from engine.markdown_regions import container_line
-from engine.markdown_text import FOOTNOTE_LABEL, fold_lookalikes, folds_to_none_of, without_container_prefix
+from engine.markdown_text import (
+    FOOTNOTE_LABEL,
+    fold_lookalikes,
+    folds_to_none_of,
+    without_container_prefix,
+    without_pandoc_prefix,
+)
 
 # Emphasis, strikethrough, highlight (Obsidian's `==`) and code-span markers (underscores
 # already read as spaces).
@@ -37,9 +43,11 @@ def is_gm_heading_text(text: str) -> bool:
     text. A closing sequence of hashes that reads as one only once folded (`## GM`, then
     fullwidth hashes: markdown-it keeps them in the text), one before an attribute
     block, or one with no space before it (`## GM##`, `## GM{#plot}`: Pandoc ends the
-    text there), is no part of it either.
+    text there), is no part of it either, nor is a hard break's backslash ending it.
     """
-    unmarked = _without_closing_hashes(_INLINE_MARKERS.sub("", fold_lookalikes(text)))
+    # A backslash ending the text is a hard line break to Pandoc (`## GM\\` names `GM`
+    # there; CommonMark shows the backslash).
+    unmarked = _without_closing_hashes(_INLINE_MARKERS.sub("", fold_lookalikes(text).rstrip().rstrip("\\")))
     # Pandoc reads an attribute block after a closing sequence (`## GM ## {#plot}`), which
     # markdown-it keeps in the text: the hashes before it are no part of the name either.
     without_attributes = _without_closing_hashes(_without_attribute_block(" ".join(unmarked.split())))
@@ -225,18 +233,28 @@ def gm_heading_line(text: str, *, after_any_line: bool = False, in_html: bool = 
 def _gm_atx_line(text: str) -> tuple[int, int] | None:
     offset = 0
     for line in text.split("\n"):
-        match = _ATX_HEADING_LINE.match(_without_footnote_label(without_container_prefix(fold_lookalikes(line))))
-        if match and is_gm_heading_text(_without_closing_hashes(match.group(2) or "")):
-            return offset, len(match.group(1))
+        for cell in _grid_cells(without_pandoc_prefix(fold_lookalikes(line))):
+            match = _ATX_HEADING_LINE.match(_without_footnote_label(cell))
+            if match and is_gm_heading_text(_without_closing_hashes(match.group(2) or "")):
+                return offset, len(match.group(1))
         offset += len(line) + 1
     return None
+
+
+def _grid_cells(line: str) -> list[str]:
+    """The cells a line starting with `|` may hold in a Pandoc grid table, whose cells
+    hold blocks (`| ## GM |` is a heading there; a paragraph's text to CommonMark), and
+    the line itself."""
+    if not line.lstrip(" \t").startswith("|"):
+        return [line]
+    return [line, *(without_pandoc_prefix(cell) for cell in line.strip(" \t").strip("|").split("|"))]
 
 
 def _without_footnote_label(line: str) -> str:
     """A footnote definition's text, which Pandoc and Obsidian read as a block of its own
     (markdown-it here: a paragraph's text, the label not being a destination)."""
     label = FOOTNOTE_LABEL.match(line)
-    return without_container_prefix(line[label.end() :]) if label else line
+    return without_pandoc_prefix(line[label.end() :]) if label else line
 
 
 # A line up to the end of its last HTML tag.
@@ -248,6 +266,7 @@ _UP_TO_LAST_TAG = re.compile(r".*</?[A-Za-z][^<>]*>")
 # any other character may be a look-alike. Prose lines fail it at once.
 _MAY_HOLD_UNDERLINE = re.compile(r"^[ \t\x0b\x0c\x1c-\x1f>*+.)0-9=\-\x80-\U0010ffff]+$", re.M)
 _SETEXT_UNDERLINE = re.compile(r"[ \t]*(=+|-+)[ \t]*$")
+_DEFINITION_MARKER = re.compile(r"[ \t]{0,3}[:~][ \t]")
 
 
 def _gm_setext_lines(text: str, after_any_line: bool, in_html: bool) -> tuple[int, int] | None:
@@ -280,6 +299,11 @@ def _gm_setext_lines(text: str, after_any_line: bool, in_html: bool) -> tuple[in
             # `<p>a</p> GM`, `===` is a heading): the text starts after the line's last tag.
             run_start = last_start = offset + tag.end()
             run = [line[tag.end() :]]
+        elif _DEFINITION_MARKER.match(line):
+            # A definition's first line starts a block of its own to Pandoc (`Term`,
+            # `:   GM`, `    ---` is a GM heading in the definition).
+            run_start = last_start = offset
+            run = [line]
         else:
             if line.strip() or not run:
                 last_start = offset  # where `last_text_lines(run)` starts
@@ -300,7 +324,7 @@ def last_text_lines(run: list[str]) -> list[str]:
 
 
 def _heading_text_of_line(line: str) -> str:
-    return without_container_prefix(fold_lookalikes(line))
+    return without_pandoc_prefix(fold_lookalikes(line))
 
 
 def _without_closing_hashes(text: str) -> str:

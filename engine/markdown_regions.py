@@ -50,6 +50,7 @@ from engine.markdown_text import (
     folds_to_none_of,
     quote_marker_count,
     without_container_prefix,
+    without_pandoc_prefix,
 )
 
 # A GM container opening line, after its indentation: `:::gm`, `::: DM`, `::::secret Title`,
@@ -61,6 +62,9 @@ GM_CONTAINER_OPENER = re.compile(
     rf"(:{{3,}})[ \t]*(?:{_GM_CONTAINER_NAME}|\{{[^}}\n]*?(?<![\w-])\.{_GM_CONTAINER_NAME})",
     re.IGNORECASE,
 )
+_ATTRIBUTE_BLOCK_OPENER = re.compile(r"(:{3,})[ \t]*\{([^}\n]*)")
+_CLASS_ATTRIBUTE = re.compile(r"""(?<![\w-])class[ \t]*=[ \t]*(?:"([^"\n]*)"|'([^'\n]*)'|([^\s"'}]*))""", re.IGNORECASE)
+_GM_CLASS = re.compile(_GM_CONTAINER_NAME, re.IGNORECASE)
 _CONTAINER_CLOSER_PATTERN = re.compile(r"(:{3,})[ \t]*$")
 _NESTED_CONTAINER_OPENER = re.compile(r"(:{3,})[ \t]*\S")
 _FENCE_OPENER = re.compile(r"(`{3,})[^`]*$|(~{3,})")
@@ -326,7 +330,21 @@ def container_opener(line: str, *, look_alike_markers: bool = False) -> re.Match
     if folds_to_none_of(line, ":"):
         return None
     folded = fold_lookalikes(line).lstrip(" ")
-    return GM_CONTAINER_OPENER.match(without_container_prefix(folded) if look_alike_markers else folded)
+    text = without_pandoc_prefix(folded) if look_alike_markers else folded
+    return GM_CONTAINER_OPENER.match(text) or _gm_class_attribute_opener(text)
+
+
+def _gm_class_attribute_opener(line: str) -> re.Match[str] | None:
+    """The opening-line match of a Pandoc div naming a GM class in a `class` attribute
+    (`::: {class="x secret"}`, read as classes `x` and `secret` there)."""
+    block = _ATTRIBUTE_BLOCK_OPENER.match(line)
+    if block is None:
+        return None
+    for attribute in _CLASS_ATTRIBUTE.finditer(block.group(2)):
+        value = next(value for value in attribute.groups() if value is not None)
+        if any(_GM_CLASS.fullmatch(word) for word in value.split()):
+            return block
+    return None
 
 
 def _container_frame(opener: re.Match[str], line: str, depth: int, *, opened_at: int = -1) -> Frame:

@@ -1040,12 +1040,15 @@ class _Stripper:
 
     def _keep_indented_code(self, token: Token) -> bool:
         """An indented code block is code, unless its first line is a GM container opener
-        or GM heading indented by mistake (a tab before `:::gm`): then the block is that
-        GM part's start: a container closed in it takes the lines up to its closer with
-        it, one left open goes on after it."""
+        or GM heading indented by mistake (a tab before `:::gm`; `GM` over an underline
+        line of the block, Pandoc's heading in a definition or list item indented four
+        columns): then the block is that GM part's start: a container closed in it takes
+        the lines up to its closer with it, one left open goes on after it."""
         content = token.content
         first_line = content.split("\n", 1)[0]
-        heading = gm_heading_line(first_line)
+        heading = gm_heading_line("\n".join(content.split("\n", 2)[:2]))
+        heading = heading if heading is not None and heading[0] == 0 else None
+        heading = heading or self._gm_setext_over_code(token, first_line)
         if heading is not None:
             self.cut_level = heading[1]
             return False
@@ -1054,6 +1057,17 @@ class _Stripper:
             token.content = remove_ranges(content, result.removed)
             return not result.stack and bool(token.content.strip())
         return True
+
+    def _gm_setext_over_code(self, token: Token, line: str) -> tuple[int, int] | None:
+        """A GM heading in a one-line indented code block right over a setext underline:
+        Pandoc tries a setext heading before indented code (`    GM`, `===` is a heading
+        there; code, then a paragraph or a rule to CommonMark)."""
+        assert token.map is not None
+        first, end = token.map
+        if end - first != 1 or end >= len(self.source_lines):
+            return None
+        underline = setext_underline(after_quote_markers(self.source_lines[end]).lstrip(" \t"))
+        return None if underline is None else gm_heading_line(f"{line.strip()}\n{underline}")
 
     def _cut_unclosed_fence(self, token: Token) -> None:
         """A fence never closed runs to the end of its container as code, but its author

@@ -115,6 +115,23 @@ def without_container_prefix(line: str) -> str:
     return line[prefix.end() :] if prefix else line
 
 
+# The same with Pandoc's markers too, which CommonMark reads as text: its other list
+# markers (`a)`, `(iv)`, `B.`, `#.`, the example list's `(@)` or `(@plot)`) and a
+# definition's `:` or `~`. An item or definition opened so holds blocks to Pandoc
+# (`a) ## GM` is a GM heading in a list item there).
+_PANDOC_PREFIX = re.compile(
+    r"(?:[ \t]{0,3}(?:>|(?:[-+*:~]|\(?(?:\d{1,9}|[A-Za-z]|[ivxlcdmIVXLCDM]+|#|@[\w-]*)[.)])(?=[ \t]))[ \t]?)+"
+)
+
+
+def without_pandoc_prefix(line: str) -> str:
+    """`line` without the quote, list and definition markers that start it, CommonMark's
+    and Pandoc's: where a marker starts GM-only content, the reader seeing the most
+    markers decides."""
+    prefix = _PANDOC_PREFIX.match(line)
+    return line[prefix.end() :] if prefix else line
+
+
 def container_marker_count(line: str) -> int:
     """How many quote and list markers start `line`: how deep in quotes and list items of
     the text being read it stands."""
