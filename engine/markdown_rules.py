@@ -701,8 +701,13 @@ class _Stripper:
                 continue
             # A row that may be one reads as a heading only with an underline right after
             # it (each row read once, however many such rows).
-            text = "\n".join(self.source_lines[row : end + 1 if pipeless else row + 2])
+            rows = self.source_lines[row : end + 1 if pipeless else row + 2]
+            text = "\n".join(rows)
             heading = gm_heading_line(text)
+            if heading is None:
+                # Named once parsed, as Pandoc reads a heading's text (`G&#77;`, `---`).
+                text = "\n".join(map(without_container_prefix, rows))
+                heading = self._parsed_gm_text_over_underline(text, ("===", "---"))
             if heading is not None:
                 line = row + text.count("\n", 0, heading[0])
                 return (line, heading[1]) if line < end else None
@@ -1173,7 +1178,7 @@ class _Stripper:
             after = self._parsed_gm_text_after_container_line(kept) if line is None else None
             line = (after, level) if after is not None else line
         if in_paragraph and line is None and "=" in kept:
-            line = self._parsed_gm_text_over_equals(kept)
+            line = self._parsed_gm_text_over_underline(kept, ("===",))
         found = [line] if line is not None else []
         judged = self._html_heading_to_judge(kept)
         if judged is not None and judged[1]:
@@ -1330,20 +1335,24 @@ class _Stripper:
             offset += len(line) + 1
         return None
 
-    def _parsed_gm_text_over_equals(self, text: str) -> tuple[int, int] | None:
-        """(offset, 1) of the lines of a paragraph's `text` over a `===` line in it that
-        name GM once parsed, None when none do: such a line is a lazy one of a quote or
-        list item (`- G&#77;`, `===`), paragraph text to markdown-it, but the underline of
-        a heading whose text Pandoc reads parsed (raw names are `gm_heading_line`'s)."""
+    def _parsed_gm_text_over_underline(self, text: str, underlines: tuple[str, ...]) -> tuple[int, int] | None:
+        """(offset, level) of the lines of a paragraph's `text` over an underline in it of
+        one of the kinds `underlines` that name GM once parsed, None when none do: over
+        `===`, a lazy line of a quote or list item (`- G&#77;`, `===`), paragraph text to
+        markdown-it; over either, a GFM table's rows without a pipe (`| a |`, `|---|`,
+        `G&#77;`, `---`), which end a Pandoc pipe table. Both are the underline of a
+        heading whose text Pandoc reads parsed (raw names are `gm_heading_line`'s)."""
         start = offset = 0
         for line in text.split("\n"):
-            if setext_underline(line.lstrip(" \t")) == "===":
+            underline = setext_underline(line.lstrip(" \t"))
+            if underline in underlines:
+                level = 1 if underline == "===" else 2
                 segment = text[start : offset - 1] if start < offset else ""
                 if segment and self._is_gm_heading(segment):
-                    return start, 1
+                    return start, level
                 after = self._parsed_gm_text_after_container_line(segment) if segment else None
                 if after is not None:
-                    return start + after, 1
+                    return start + after, level
                 start = offset + len(line) + 1
             offset += len(line) + 1
         return None
