@@ -1319,10 +1319,12 @@ class _Stripper:
         never closed) that names GM only once parsed (`G&#77;`, `\\[GM\\] x`, `<b>GM</b>`)
         right over a `---` or `===` line, None when there is none: Pandoc reads the
         Markdown in a `<div>`, and a fence never closed is none to it, so the two lines
-        are a heading there, whose text it reads parsed (raw names are `gm_heading_line`'s)."""
+        are a heading there, whose text it reads parsed (raw names are `gm_heading_line`'s),
+        in a quote or list item too (`> G&#77;`, `> ---`), as `gm_heading_line` reads them."""
         offset = 0
         above: tuple[int, str] | None = None
-        for line in text.split("\n"):
+        for written in text.split("\n"):
+            line = without_container_prefix(written)
             underline = setext_underline(line.lstrip(" \t"))
             if (
                 underline is not None
@@ -1332,7 +1334,7 @@ class _Stripper:
             ):
                 return above[0], 1 if underline == "===" else 2
             above = (offset, line) if line.strip(" \t") else None
-            offset += len(line) + 1
+            offset += len(written) + 1
         return None
 
     def _parsed_gm_text_over_underline(self, text: str, underlines: tuple[str, ...]) -> tuple[int, int] | None:
