@@ -30,7 +30,7 @@ from markdown_it.rules_core import StateCore
 from markdown_it.rules_inline import StateInline, backtick
 from markdown_it.token import Token
 
-from engine.html_tags import Tag, element_tags, html_text, is_line_break
+from engine.html_tags import Tag, element_tags, html_text
 from engine.markdown_dropped import (
     DROPPED_TEXT,
     cells_one_a_line,
@@ -49,12 +49,15 @@ from engine.markdown_footnotes import (
     is_lazy_footnote_line,
 )
 from engine.markdown_headings import (
+    PARSED_TEXT_MAY_DIFFER,
     HtmlHeading,
     browser_heading_starts,
     first_text_line,
     gm_heading_line,
     is_gm_heading_text,
     judged_html_headings,
+    names_gm_once_parsed,
+    plain_text,
     text_before_heading_tag,
 )
 from engine.markdown_inert import InertTest, inert_spans, spans_test
@@ -106,7 +109,6 @@ _CODE_SPAN_MEMO_ENV_KEY = "gm_code_span_memo"
 # What can make the text of parsed inline Markdown read as a GM name where its raw text does
 # not: escapes, links and images, entities, inline HTML (the name comparison itself drops
 # emphasis, strikethrough and code markers and reads underscores as spaces).
-PARSED_TEXT_MAY_DIFFER = re.compile(r"[\\\[\]!&<]")
 _CELLS = frozenset({"th_open", "td_open"})
 _CONTAINERS_OPENING = frozenset({"blockquote_open", "list_item_open"})
 _CONTAINERS_CLOSING = frozenset({"blockquote_close", "list_item_close"})
@@ -472,18 +474,6 @@ def _parse_inline(md: MarkdownIt, content: str, references: Any) -> tuple[list[T
     tokens: list[Token] = []
     md.inline.parse(content, md, {"references": references, _CODE_SPANS_ENV_KEY: recorder}, tokens)
     return tokens, sorted(recorder.spans)
-
-
-def _plain_text(tokens: list[Token]) -> str:
-    parts: list[str] = []
-    for token in tokens:
-        if token.type in ("text", "text_special", "code_inline"):
-            parts.append(token.content)
-        elif token.type in ("softbreak", "hardbreak") or (token.type == "html_inline" and is_line_break(token.content)):
-            parts.append(" ")
-        if token.children:
-            parts.append(_plain_text(token.children))
-    return "".join(parts)
 
 
 # -- the core rule -------------------------------------------------------------------------
@@ -1383,7 +1373,7 @@ class _Stripper:
         if not PARSED_TEXT_MAY_DIFFER.search(text):
             return None
         children, _ = _parse_inline(self.state.md, text, {})
-        return level if is_gm_heading_text(_plain_text(children)) else None
+        return level if is_gm_heading_text(plain_text(children)) else None
 
     def _lazy_lines(self, token: Token) -> frozenset[int]:
         """Offsets in a paragraph's content of its lazy continuation lines: those whose
@@ -1429,12 +1419,7 @@ class _Stripper:
 
     def _is_gm_heading(self, content: str) -> bool:
         # `## **GM notes**` and `## \[GM\] plot` count as much as `## GM notes`.
-        if is_gm_heading_text(content):
-            return True
-        if not PARSED_TEXT_MAY_DIFFER.search(content):
-            return False
-        children, _ = _parse_inline(self.state.md, content, self.block_references)
-        return is_gm_heading_text(_plain_text(children))
+        return names_gm_once_parsed(self.state.md, content, self.block_references)
 
 
 def _scan_glued_container(kept: str, options_for: Callable[[str], ScanOptions]) -> ScanResult | None:
