@@ -9,7 +9,8 @@ take it from there.
 from __future__ import annotations
 
 import re
-from collections.abc import MutableMapping
+from collections.abc import Callable, MutableMapping
+from functools import partial
 from typing import Any
 
 from markdown_it import MarkdownIt
@@ -17,7 +18,7 @@ from markdown_it.rules_block import StateBlock
 from markdown_it.token import Token
 from mdit_py_plugins.footnote import footnote_plugin
 
-from engine.markdown_headings import gm_heading_line, is_gm_heading_text, last_text_lines
+from engine.markdown_headings import gm_heading_line, last_text_lines, names_gm_once_parsed
 from engine.markdown_regions import container_opener
 from engine.markdown_text import (
     CONTAINER_PREFIX,
@@ -127,7 +128,8 @@ def gm_footnotes_in(state: StateBlock, first_line: int, last_line: int, end_line
         if footnote is None and not state.is_code_block(line) and (label := FOOTNOTE_LABEL.match(text)):
             lines = _footnote_lines(state, line, end_line)
             first = _NESTED_LABELS.sub("", text[label.end() :], count=1)
-            footnote = known[key] = (lines[-1] + 1, _holds_gm_part([first, *_continuation_body(state, lines[1:])]))
+            body = [first, *_continuation_body(state, lines[1:])]
+            footnote = known[key] = (lines[-1] + 1, _holds_gm_part(body, _names_gm(state)))
         elif footnote is None and not state.is_code_block(line) and _PREFIXED_LABEL.match(text):
             footnote = known[key] = _nested_footnote(state, line, end_line)
         if footnote is None:
@@ -156,7 +158,7 @@ def _nested_footnote(state: StateBlock, start_line: int, end_line: int) -> tuple
             break
         body.append(without_container_prefix(text).lstrip(" \t"))
         line += 1
-    return line, _holds_gm_part(body)
+    return line, _holds_gm_part(body, _names_gm(state))
 
 
 def footnote_rule(state: StateBlock, start_line: int, end_line: int, silent: bool) -> bool:
@@ -183,7 +185,7 @@ def footnote_rule(state: StateBlock, start_line: int, end_line: int, silent: boo
     # so it is on a continuation line defining another footnote (`    [^2]: ::: gm`).
     body = [_NESTED_LABELS.sub("", state.src[text_start : state.eMarks[start_line]], count=1)]
     body += _continuation_body(state, lines[1:])
-    remark = _holds_gm_part(body + _lazy_underline_after(state, lines[-1]))
+    remark = _holds_gm_part(body + _lazy_underline_after(state, lines[-1]), _names_gm(state))
     if silent:
         # As a paragraph's terminator: a definition interrupts a paragraph to
         # markdown-it-footnote (`x`, `[^1]: ::: gm`), so one re-marked starts a block of
@@ -277,10 +279,16 @@ def _dedented(state: StateBlock, line: int) -> str:
     return " " * (indent - 4 if indent >= 4 else indent) + _line_text(state, line)
 
 
-def _holds_gm_part(body: list[str]) -> bool:
+def _names_gm(state: StateBlock) -> Callable[[str], bool]:
+    """Whether a heading's text names GM as Pandoc reads it, parsed (`G&#77;`)."""
+    return partial(names_gm_once_parsed, state.md, references=state.env.get("references"))
+
+
+def _holds_gm_part(body: list[str], names_gm: Callable[[str], bool]) -> bool:
     """Whether a footnote's lines, read at its margin, open a GM container or hold a GM
     heading (ATX, setext, or one that reads so only once look-alikes are folded); a
-    setext one's text is its paragraph's lines or the last of them alone."""
+    setext one's text is its paragraph's lines or the last of them alone, which
+    `names_gm` judges as Pandoc reads a heading's text, parsed (`\\[GM\\] x`, `---`)."""
     if any(container_opener(line.lstrip(" \t")) for line in body):
         return True
     # A comment or secret section in a continuation line: code to markdown-it after a
@@ -297,7 +305,7 @@ def _holds_gm_part(body: list[str]) -> bool:
     for line in body:
         underline = setext_underline(line)
         texts = (" ".join(part.strip() for part in run), " ".join(last_text_lines(run))) if run and underline else ()
-        if any(map(is_gm_heading_text, texts)):
+        if any(map(names_gm, texts)):
             return True
         # A blank line holds spaces and tabs at most (CommonMark, Pandoc).
         if underline or not line.strip(" \t"):

@@ -10,8 +10,12 @@ from __future__ import annotations
 import re
 from collections.abc import Iterator
 from dataclasses import dataclass
+from typing import Any
 
-from engine.html_tags import Tag, element_tags, html_text, tags
+from markdown_it import MarkdownIt
+from markdown_it.token import Token
+
+from engine.html_tags import Tag, element_tags, html_text, is_line_break, tags
 from engine.markdown_regions import container_line
 from engine.markdown_text import (
     FOOTNOTE_LABEL,
@@ -29,6 +33,35 @@ _NAME_SEPARATORS = re.compile(r"[\s_\-\u2010-\u2015\u2212]+")
 GM_HEADING_NAMES = frozenset(
     {"gm", "gm only", "gm notes", "gm secrets", "dm", "dm only", "dm notes", "secret", "secrets"}
 )
+
+
+# What may make a heading's text read otherwise once parsed (escapes, links, entities, tags).
+PARSED_TEXT_MAY_DIFFER = re.compile(r"[\\\[\]!&<]")
+
+
+def names_gm_once_parsed(md: MarkdownIt, content: str, references: Any) -> bool:
+    """Whether a heading's raw `content` names a GM section, as is or once parsed inline
+    by `md` with link `references` (`**GM notes**`, `\\[GM\\] plot`, `G&#77;`)."""
+    if is_gm_heading_text(content):
+        return True
+    if not PARSED_TEXT_MAY_DIFFER.search(content):
+        return False
+    tokens: list[Token] = []
+    md.inline.parse(content, md, {"references": references}, tokens)
+    return is_gm_heading_text(plain_text(tokens))
+
+
+def plain_text(tokens: list[Token]) -> str:
+    """The text inline `tokens` show, a line break read as a space."""
+    parts: list[str] = []
+    for token in tokens:
+        if token.type in ("text", "text_special", "code_inline"):
+            parts.append(token.content)
+        elif token.type in ("softbreak", "hardbreak") or (token.type == "html_inline" and is_line_break(token.content)):
+            parts.append(" ")
+        if token.children:
+            parts.append(plain_text(token.children))
+    return "".join(parts)
 
 
 def is_gm_heading_text(text: str) -> bool:

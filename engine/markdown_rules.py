@@ -30,7 +30,7 @@ from markdown_it.rules_core import StateCore
 from markdown_it.rules_inline import StateInline, backtick
 from markdown_it.token import Token
 
-from engine.html_tags import Tag, element_tags, html_text, is_line_break
+from engine.html_tags import Tag, element_tags, html_text
 from engine.markdown_dropped import (
     DROPPED_TEXT,
     cells_one_a_line,
@@ -49,12 +49,15 @@ from engine.markdown_footnotes import (
     is_lazy_footnote_line,
 )
 from engine.markdown_headings import (
+    PARSED_TEXT_MAY_DIFFER,
     HtmlHeading,
     browser_heading_starts,
     first_text_line,
     gm_heading_line,
     is_gm_heading_text,
     judged_html_headings,
+    names_gm_once_parsed,
+    plain_text,
     text_before_heading_tag,
 )
 from engine.markdown_inert import InertTest, inert_spans, spans_test
@@ -106,7 +109,6 @@ _CODE_SPAN_MEMO_ENV_KEY = "gm_code_span_memo"
 # What can make the text of parsed inline Markdown read as a GM name where its raw text does
 # not: escapes, links and images, entities, inline HTML (the name comparison itself drops
 # emphasis, strikethrough and code markers and reads underscores as spaces).
-PARSED_TEXT_MAY_DIFFER = re.compile(r"[\\\[\]!&<]")
 _CELLS = frozenset({"th_open", "td_open"})
 _CONTAINERS_OPENING = frozenset({"blockquote_open", "list_item_open"})
 _CONTAINERS_CLOSING = frozenset({"blockquote_close", "list_item_close"})
@@ -492,18 +494,6 @@ def _parse_inline(md: MarkdownIt, content: str, references: Any) -> tuple[list[T
     return tokens, sorted(recorder.spans)
 
 
-def _plain_text(tokens: list[Token]) -> str:
-    parts: list[str] = []
-    for token in tokens:
-        if token.type in ("text", "text_special", "code_inline"):
-            parts.append(token.content)
-        elif token.type in ("softbreak", "hardbreak") or (token.type == "html_inline" and is_line_break(token.content)):
-            parts.append(" ")
-        if token.children:
-            parts.append(_plain_text(token.children))
-    return "".join(parts)
-
-
 # -- the core rule -------------------------------------------------------------------------
 
 
@@ -719,8 +709,13 @@ class _Stripper:
                 continue
             # A row that may be one reads as a heading only with an underline right after
             # it (each row read once, however many such rows).
-            text = "\n".join(self.source_lines[row : end + 1 if pipeless else row + 2])
+            rows = self.source_lines[row : end + 1 if pipeless else row + 2]
+            text = "\n".join(rows)
             heading = gm_heading_line(text)
+            if heading is None:
+                # Named once parsed, as Pandoc reads a heading's text (`G&#77;`, `---`).
+                text = "\n".join(map(without_container_prefix, rows))
+                heading = self._parsed_gm_text_over_underline(text, ("===", "---"))
             if heading is not None:
                 line = row + text.count("\n", 0, heading[0])
                 return (line, heading[1]) if line < end else None
@@ -1205,7 +1200,7 @@ class _Stripper:
             after = self._parsed_gm_text_after_container_line(kept) if line is None else None
             line = (after, level) if after is not None else line
         if in_paragraph and line is None and "=" in kept:
-            line = self._parsed_gm_text_over_equals(kept)
+            line = self._parsed_gm_text_over_underline(kept, ("===",))
         found = [line] if line is not None else []
         judged = self._html_heading_to_judge(kept)
         if judged is not None and judged[1]:
@@ -1346,10 +1341,12 @@ class _Stripper:
         never closed) that names GM only once parsed (`G&#77;`, `\\[GM\\] x`, `<b>GM</b>`)
         right over a `---` or `===` line, None when there is none: Pandoc reads the
         Markdown in a `<div>`, and a fence never closed is none to it, so the two lines
-        are a heading there, whose text it reads parsed (raw names are `gm_heading_line`'s)."""
+        are a heading there, whose text it reads parsed (raw names are `gm_heading_line`'s),
+        in a quote or list item too (`> G&#77;`, `> ---`), as `gm_heading_line` reads them."""
         offset = 0
         above: tuple[int, str] | None = None
-        for line in text.split("\n"):
+        for written in text.split("\n"):
+            line = without_container_prefix(written)
             underline = setext_underline(line.lstrip(" \t"))
             if (
                 underline is not None
@@ -1359,23 +1356,27 @@ class _Stripper:
             ):
                 return above[0], 1 if underline == "===" else 2
             above = (offset, line) if line.strip(" \t") else None
-            offset += len(line) + 1
+            offset += len(written) + 1
         return None
 
-    def _parsed_gm_text_over_equals(self, text: str) -> tuple[int, int] | None:
-        """(offset, 1) of the lines of a paragraph's `text` over a `===` line in it that
-        name GM once parsed, None when none do: such a line is a lazy one of a quote or
-        list item (`- G&#77;`, `===`), paragraph text to markdown-it, but the underline of
-        a heading whose text Pandoc reads parsed (raw names are `gm_heading_line`'s)."""
+    def _parsed_gm_text_over_underline(self, text: str, underlines: tuple[str, ...]) -> tuple[int, int] | None:
+        """(offset, level) of the lines of a paragraph's `text` over an underline in it of
+        one of the kinds `underlines` that name GM once parsed, None when none do: over
+        `===`, a lazy line of a quote or list item (`- G&#77;`, `===`), paragraph text to
+        markdown-it; over either, a GFM table's rows without a pipe (`| a |`, `|---|`,
+        `G&#77;`, `---`), which end a Pandoc pipe table. Both are the underline of a
+        heading whose text Pandoc reads parsed (raw names are `gm_heading_line`'s)."""
         start = offset = 0
         for line in text.split("\n"):
-            if setext_underline(line.lstrip(" \t")) == "===":
+            underline = setext_underline(line.lstrip(" \t"))
+            if underline in underlines:
+                level = 1 if underline == "===" else 2
                 segment = text[start : offset - 1] if start < offset else ""
                 if segment and self._is_gm_heading(segment):
-                    return start, 1
+                    return start, level
                 after = self._parsed_gm_text_after_container_line(segment) if segment else None
                 if after is not None:
-                    return start + after, 1
+                    return start + after, level
                 start = offset + len(line) + 1
             offset += len(line) + 1
         return None
@@ -1404,7 +1405,7 @@ class _Stripper:
         if not PARSED_TEXT_MAY_DIFFER.search(text):
             return None
         children, _ = _parse_inline(self.state.md, text, {})
-        return level if is_gm_heading_text(_plain_text(children)) else None
+        return level if is_gm_heading_text(plain_text(children)) else None
 
     def _lazy_lines(self, token: Token) -> frozenset[int]:
         """Offsets in a paragraph's content of its lazy continuation lines: those whose
@@ -1450,12 +1451,7 @@ class _Stripper:
 
     def _is_gm_heading(self, content: str) -> bool:
         # `## **GM notes**` and `## \[GM\] plot` count as much as `## GM notes`.
-        if is_gm_heading_text(content):
-            return True
-        if not PARSED_TEXT_MAY_DIFFER.search(content):
-            return False
-        children, _ = _parse_inline(self.state.md, content, self.block_references)
-        return is_gm_heading_text(_plain_text(children))
+        return names_gm_once_parsed(self.state.md, content, self.block_references)
 
 
 def _scan_glued_container(kept: str, options_for: Callable[[str], ScanOptions]) -> ScanResult | None:

@@ -109,22 +109,22 @@ _HEADING_ALPHABET = "GMDNOTESCRLYgmdnotescrly []*_~`:-#\t\n'\"()/.=+|{}^$%0"
 @settings(max_examples=400, deadline=None)
 def test_a_heading_needs_parsing_only_with_escapes_links_entities_or_html(content: str) -> None:
     """The parse `_is_gm_heading` skips would find no GM name the raw text lacks."""
-    if markdown_rules.PARSED_TEXT_MAY_DIFFER.search(content):
+    if markdown_headings.PARSED_TEXT_MAY_DIFFER.search(content):
         return
     children, _ = markdown_rules._parse_inline(markdown._PUBLIC_MD, content, {})
-    parsed_names_gm = markdown_headings.is_gm_heading_text(markdown_rules._plain_text(children))
+    parsed_names_gm = markdown_headings.is_gm_heading_text(markdown_headings.plain_text(children))
     assert markdown_headings.is_gm_heading_text(content) or not parsed_names_gm
 
 
 @pytest.mark.parametrize("content", ["_GM_", "**GM** notes", "`DM`", "~~GM~~ only", "GM\nnotes", "__Secret__:"])
 def test_headings_the_raw_comparison_names_without_a_parse(content: str) -> None:
-    assert not markdown_rules.PARSED_TEXT_MAY_DIFFER.search(content)
+    assert not markdown_headings.PARSED_TEXT_MAY_DIFFER.search(content)
     assert markdown_headings.is_gm_heading_text(content)
 
 
 @pytest.mark.parametrize("content", ["\\[GM\\] plot", "[GM notes](/x)", "![GM](/i.png)", "G&#77;", "<b>G</b>M"])
 def test_headings_that_name_gm_only_once_parsed_are_parsed(content: str) -> None:
-    assert markdown_rules.PARSED_TEXT_MAY_DIFFER.search(content)
+    assert markdown_headings.PARSED_TEXT_MAY_DIFFER.search(content)
     assert not markdown_headings.is_gm_heading_text(content)
     assert render_public(f"## {content}\n\nCANARY\n\n# Pub\n").markdown == "# Pub\n"
 
