@@ -35,7 +35,8 @@ test: install
 	$(BIN)/pytest -n 2 --dist loadgroup --ignore=tests/cluster
 
 # GM secrecy at length: the property suite of tests/engine/test_gm_properties.py with fresh
-# random documents (make test runs a fixed set of 250); about 10 ms per document.
+# random documents (make test runs a fixed set of 250), and as many again read by Pandoc in
+# batches of up to 40; about 10 ms per document.
 GM_FUZZ_EXAMPLES ?= 20000
 fuzz-gm: install
 	GM_FUZZ_EXAMPLES=$(GM_FUZZ_EXAMPLES) $(BIN)/pytest -n 0 tests/engine/test_gm_properties.py -k Generated

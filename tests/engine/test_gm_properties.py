@@ -15,11 +15,14 @@ from typing import Any
 
 import pytest
 from hypothesis import HealthCheck, given, note, settings
+from hypothesis import strategies as st
 
 from engine.markdown import render_public
 from engine.markdown_regions import remove_ranges
 from tests.engine.gm_documents import GeneratedDocument, documents
+from tests.engine.pandoc_reader import pandoc_texts
 from tests.engine.render_growth import cpu_ratio_of_8x_the_input, ordinary_markdown_cpu_s, render_cpu_s, timed_render
+from tests.services import require_binary
 
 _FUZZ_EXAMPLES = int(os.environ.get("GM_FUZZ_EXAMPLES", "0"))
 _CANARY = re.compile("canary", re.IGNORECASE)
@@ -28,6 +31,10 @@ _CANARY = re.compile("canary", re.IGNORECASE)
 _SMALL_DOCUMENT_CPU_S = 1.0
 CORPUS = Path(__file__).parent / "gm_corpus" / "cases.json"
 LINE_ENDS = {"lf": "\n", "crlf": "\r\n", "cr": "\r"}
+# Generated documents read by Pandoc in `make test`: batches of a few dozen, each one
+# `pandoc` process per reader (about 2 s a batch, mostly our rendering).
+_PANDOC_BATCH = 40
+_PANDOC_BATCHES = 8
 
 
 def assert_secret_and_stable(raw: str, public_words: list[str]) -> None:
@@ -55,6 +62,30 @@ class TestGeneratedDocuments:
         assert_secret_and_stable(raw, doc.public_words)
 
 
+def assert_no_canary_as_pandoc_reads(raws: dict[str, str]) -> None:
+    """No canary in what a browser shows of Pandoc's readings of the public Markdown of
+    each raw text (named by the key)."""
+    pandoc = require_binary("pandoc")
+    public = {name: render_public(raw).markdown for name, raw in raws.items()}
+    distinct = sorted(set(public.values()))
+    shown = dict(zip(distinct, pandoc_texts(pandoc, distinct), strict=True))
+    leaks = [(name, raws[name], public[name]) for name in raws if _CANARY.search(shown[public[name]])]
+    assert not leaks, leaks
+
+
+class TestGeneratedDocumentsAsPandocReadsThem:
+    @settings(
+        max_examples=_FUZZ_EXAMPLES // _PANDOC_BATCH or _PANDOC_BATCHES,
+        derandomize=not _FUZZ_EXAMPLES,
+        deadline=None,
+        database=None,
+        suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large],
+    )
+    @given(st.lists(documents(), min_size=1, max_size=_PANDOC_BATCH))
+    def test_no_canary(self, batch: list[tuple[str, GeneratedDocument]]) -> None:
+        assert_no_canary_as_pandoc_reads({f"generated-{index}": raw for index, (raw, _) in enumerate(batch)})
+
+
 def _corpus() -> list[Any]:
     cases = json.loads(CORPUS.read_text(encoding="utf-8"))
     return [
@@ -68,6 +99,10 @@ class TestRegressionCorpus:
     @pytest.mark.parametrize(("raw", "public_words"), _corpus())
     def test_case(self, raw: str, public_words: list[str]) -> None:
         assert_secret_and_stable(raw, public_words)
+
+    def test_no_canary_as_pandoc_reads_any_case(self) -> None:
+        # One test for the whole corpus: Pandoc reads it in one batch.
+        assert_no_canary_as_pandoc_reads({str(case.id): case.values[0] for case in _corpus()})
 
     def test_a_closer_split_over_lines_closes_on_any_line(self) -> None:
         # The block rules read a section in growing chunks of lines; a closer straddling
