@@ -835,6 +835,12 @@ class _Stripper:
         if token.type in ("fence", "code_block") and self.open_heading is not None and not hidden:
             self._settle_open_heading(token.content)
             hidden = self._hidden
+        raw_html_fence = token.type == "fence" and _RAW_HTML_INFO.fullmatch(token.info) is not None
+        if raw_html_fence and not hidden and self._is_closed_fence(token):
+            # Pandoc writes a raw HTML block (```` ```{=html} ````) as HTML: a comment
+            # opened in it hides what follows from a browser, up to a `-->` as far away.
+            result = self._scan(token.content, self._raw_options(token, token.content, raw_html=True))
+            token.content = remove_ranges(token.content, result.removed)
         if token.type == "fence" and not hidden:
             token.info = _public_info(token.info)
         if token.type == "fence" and not hidden and not self._is_closed_fence(token):
@@ -877,11 +883,13 @@ class _Stripper:
         self.stack, self.held = result.stack, result.held
         return result
 
-    def _raw_options(self, token: Token, text: str) -> ScanOptions:
-        """How to scan a block's `text` as written, its closers judged in the whole source too."""
-        own = _inert_test(text, raw_html=token.type == "html_block")
+    def _raw_options(self, token: Token, text: str, *, raw_html: bool = False) -> ScanOptions:
+        """How to scan a block's `text` as written, its closers judged in the whole source
+        too; `raw_html` for a block written as HTML that is no HTML block (a raw one)."""
+        raw_html = raw_html or token.type == "html_block"
+        own = _inert_test(text, raw_html=raw_html)
         rest_of_closing_line = self._rest_of_closing_line(token)
-        raw_html = token.type == "html_block" or rest_of_closing_line
+        raw_html = raw_html or rest_of_closing_line
         return ScanOptions(
             fences=True,
             inert=self.source_inert.test_for(token.map, text, own),
@@ -1475,6 +1483,10 @@ def _scan_glued_container(kept: str, options_for: Callable[[str], ScanOptions]) 
             return scan(kept, [], options_for(kept), offset)
         offset += len(line) + 1
     return None
+
+
+# A fence's info string making it a raw HTML block to Pandoc (`{=html}`, `{=html5}`).
+_RAW_HTML_INFO = re.compile(r"[ \t]*\{[ \t]*=[ \t]*html[45]?[ \t]*\}[ \t]*", re.IGNORECASE)
 
 
 def _public_info(info: str) -> str:
