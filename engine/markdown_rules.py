@@ -81,6 +81,7 @@ from engine.markdown_text import (
     after_quote_markers,
     setext_underline,
     without_container_prefix,
+    without_pandoc_prefix,
 )
 
 # Token standing for a block the block rules consumed; `meta["stack"]` holds the regions
@@ -1070,7 +1071,36 @@ class _Stripper:
             result = self._scan(content, self._raw_options(token, content))
             token.content = remove_ranges(content, result.removed)
             return not result.stack and bool(token.content.strip())
+        if self._after_pandoc_item(token):
+            return self._keep_pandoc_item_paragraphs(token)
         return True
+
+    def _after_pandoc_item(self, token: Token) -> bool:
+        """Whether indented code comes right after a paragraph holding a list or definition
+        marker only Pandoc reads (`a)`, `(@)`, `:`, `~`): the item's later paragraphs,
+        indented four columns, are Markdown to Pandoc."""
+        assert token.map is not None
+        line = token.map[0] - 1
+        while line >= 0 and not without_container_prefix(self.source_lines[line]).strip():
+            line -= 1
+        while line >= 0 and (text := without_container_prefix(self.source_lines[line])).strip():
+            if without_pandoc_prefix(text) != text:
+                return True
+            line -= 1
+        return False
+
+    def _keep_pandoc_item_paragraphs(self, token: Token) -> bool:
+        """Indented code read as a Pandoc item's later paragraphs, which may hold GM parts
+        (`Term`, `:   x`, blank line, `    <!-- y -->`: Pandoc writes the comment raw, and
+        a GM heading there starts a section): the code up to the first of them is kept."""
+        result = self._scan(token.content, self._raw_options(token, token.content))
+        content = remove_ranges(token.content, result.removed)
+        heading = None if result.stack else gm_heading_line(content)
+        if heading is not None:
+            self._cut_from(heading[1])
+            content = content[: heading[0]].rstrip("\n") + "\n"
+        token.content = content
+        return bool(content.strip())
 
     def _gm_setext_over_code(self, token: Token, line: str) -> tuple[int, int] | None:
         """A GM heading in a one-line indented code block right over a setext underline:
