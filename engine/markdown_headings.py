@@ -234,53 +234,58 @@ def gm_heading_line(text: str, *, after_any_line: bool = False, in_html: bool = 
 def _gm_grid_row(text: str) -> tuple[int, int] | None:
     """(offset, level) of the first line of a Pandoc grid table row in `text` whose cell
     holds a GM heading or a GM container's opening line, read as Pandoc reads a cell:
-    its lines across the row (every `|` line up to the next `+---+` border) are blocks
-    (`| a | GM |`, `|   | --- |` is a heading in the second cell; a paragraph's text to
-    CommonMark). The container counts as a level-1 heading: Pandoc ends it with the cell,
-    this reading with the next level-1 heading, which over-removes the table's rest and
-    what follows it up to that heading."""
+    its lines across the row (every `|` line from a `+---+` border to the next) are
+    blocks (`| a | GM |`, `|   | --- |` is a heading in the second cell; a paragraph's
+    text or a GFM table to CommonMark). The container counts as a level-1 heading:
+    Pandoc ends it with the cell, this reading with the next level-1 heading, which
+    over-removes the table's rest and what follows it up to that heading."""
     offset = 0
+    in_grid = False
     # Per column: its cells' lines so far in the row, and where each of those lines starts.
     columns: list[list[str]] = []
     starts: list[int] = []
-    found: list[tuple[int, int]] = []
     for line in [*text.split("\n"), ""]:
-        cells = _grid_row_cells(line)
-        if cells is None:
-            found.extend(_gm_grid_columns(columns, starts))
-            columns, starts = [], []
-        else:
+        row = without_pandoc_prefix(fold_lookalikes(line)).strip(" \t")
+        if in_grid and row.startswith("|"):
             starts.append(offset)
+            cells = row.strip("|").split("|")
             # A line of fewer cells leaves the rest of its columns blank there.
             for index, cell in enumerate(cells + [""] * (len(columns) - len(cells))):
                 if index == len(columns):
                     columns.append([""] * (len(starts) - 1))
                 columns[index].append(cell)
-                if container_opener(cell.lstrip(" \t"), look_alike_markers=True):
-                    found.append((offset, 1))
+        else:
+            found = _gm_grid_columns(columns, starts)
+            if found:
+                return min(found)
+            columns, starts = [], []
+            in_grid = _GRID_BORDER.fullmatch(row) is not None
         offset += len(line) + 1
-        if found:
-            return min(found)
     return None
 
 
-def _grid_row_cells(line: str) -> list[str] | None:
-    """The cells of a grid table row line (`| a | b |`), None for any other line."""
-    row = without_pandoc_prefix(fold_lookalikes(line)).strip(" \t")
-    return row.strip("|").split("|") if row.startswith("|") else None
+# A grid table's border line, which starts a row (`+---+:==+`).
+_GRID_BORDER = re.compile(r"\+[-=:+]+")
 
 
 def _gm_grid_columns(columns: list[list[str]], starts: list[int]) -> list[tuple[int, int]]:
-    """(offset, level) of each GM heading in a grid table row's `columns` of cell lines,
-    the offset being that of the row's line where its text starts (`starts`)."""
+    """(offset, level) of each GM heading or container opening line in a grid table
+    row's `columns` of cell lines, the offset being that of the row's line where it
+    starts (`starts`). A cell of one line holds neither: `_grid_cells` reads its
+    heading, and a container there is never closed."""
     found: list[tuple[int, int]] = []
     for cells in columns:
         if len(cells) < 2:
-            continue  # one line: `_grid_cells` reads it
+            continue
         cell_text = "\n".join(cells)
         heading = gm_heading_line(cell_text)
         if heading is not None:
             found.append((starts[cell_text.count("\n", 0, heading[0])], heading[1]))
+        opener = next(
+            (i for i, cell in enumerate(cells) if container_opener(cell.lstrip(" \t"), look_alike_markers=True)), None
+        )
+        if opener is not None:
+            found.append((starts[opener], 1))
     return found
 
 

@@ -711,15 +711,17 @@ class _Stripper:
         `===`) is one more row to GFM, but Pandoc's pipe table rows need one: the table
         ends there, and that line and the ones after it are a paragraph's, a setext
         heading's text when an underline follows (a row, or the line after the table).
-        Its lines read as a grid table's too, whose cells run over lines (`| GM |`,
-        `| --- |`, `| x |`: a header and a row to GFM, a cell holding a heading to Pandoc)."""
+        Its lines read as a grid table's too, after the border line above them, whose
+        cells run over lines (`+---+`, `| GM |`, `| --- |`, `| x |`: a paragraph, a header
+        and a row to GFM, a cell holding a heading to Pandoc)."""
         if table.map is None:
             return None
         start, end = table.map
-        source = "\n".join(self.source_lines[start:end])
+        above = max(start - 1, 0)
+        source = "\n".join(self.source_lines[above:end])
         grid = gm_heading_line(source)
         if grid is not None:
-            return start + source.count("\n", 0, grid[0]), grid[1]
+            return max(above + source.count("\n", 0, grid[0]), start), grid[1]
         for row in range(start + 2, end):
             pipeless = _pipeless(self.source_lines[row])
             if pipeless is None:
