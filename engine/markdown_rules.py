@@ -1097,7 +1097,9 @@ class _Stripper:
         a GM heading there starts a section): the code up to the first of them is kept."""
         result = self._scan(token.content, self._raw_options(token, token.content))
         content = remove_ranges(token.content, result.removed)
-        heading = None if result.stack else gm_heading_line(content)
+        # Over the underline after the block too (`    GM`, then `---` outside the item:
+        # Pandoc's item takes it lazily).
+        heading = None if result.stack else self._gm_line_of_raw_block(token, content)
         if heading is not None:
             self._cut_from(heading[1])
             content = content[: heading[0]].rstrip("\n") + "\n"
