@@ -16,7 +16,7 @@ from markdown_it import MarkdownIt
 from markdown_it.token import Token
 
 from engine.html_tags import Tag, element_tags, html_text, is_line_break, tags
-from engine.markdown_regions import container_line
+from engine.markdown_regions import container_line, container_opener
 from engine.markdown_text import (
     FOOTNOTE_LABEL,
     fold_lookalikes,
@@ -259,8 +259,67 @@ def gm_heading_line(text: str, *, after_any_line: bool = False, in_html: bool = 
     closing line always ends it."""
     atx = None if folds_to_none_of(text, "#") else _gm_atx_line(text)
     setext = _gm_setext_lines(text, after_any_line, in_html) if _MAY_HOLD_UNDERLINE.search(text) else None
-    found = [heading for heading in (atx, setext) if heading is not None]
+    grid = _gm_grid_row(text) if "|" in text else None
+    found = [heading for heading in (atx, setext, grid) if heading is not None]
     return min(found) if found else None
+
+
+def _gm_grid_row(text: str) -> tuple[int, int] | None:
+    """(offset, level) of the first line of a Pandoc grid table row in `text` whose cell
+    holds a GM heading or a GM container's opening line, read as Pandoc reads a cell:
+    its lines across the row (every `|` line from a `+---+` border to the next) are
+    blocks (`| a | GM |`, `|   | --- |` is a heading in the second cell; a paragraph's
+    text or a GFM table to CommonMark). The container counts as a level-1 heading:
+    Pandoc ends it with the cell, this reading with the next level-1 heading, which
+    over-removes the table's rest and what follows it up to that heading."""
+    offset = 0
+    in_grid = False
+    # Per column: its cells' lines so far in the row, and where each of those lines starts.
+    columns: list[list[str]] = []
+    starts: list[int] = []
+    for line in [*text.split("\n"), ""]:
+        row = without_pandoc_prefix(fold_lookalikes(line)).strip(" \t")
+        if in_grid and row.startswith("|"):
+            starts.append(offset)
+            cells = row.strip("|").split("|")
+            # A line of fewer cells leaves the rest of its columns blank there.
+            for index, cell in enumerate(cells + [""] * (len(columns) - len(cells))):
+                if index == len(columns):
+                    columns.append([""] * (len(starts) - 1))
+                columns[index].append(cell)
+        else:
+            found = _gm_grid_columns(columns, starts)
+            if found:
+                return min(found)
+            columns, starts = [], []
+            in_grid = _GRID_BORDER.fullmatch(row) is not None
+        offset += len(line) + 1
+    return None
+
+
+# A grid table's border line, which starts a row (`+---+:==+`).
+_GRID_BORDER = re.compile(r"\+[-=:+]+")
+
+
+def _gm_grid_columns(columns: list[list[str]], starts: list[int]) -> list[tuple[int, int]]:
+    """(offset, level) of each GM heading or container opening line in a grid table
+    row's `columns` of cell lines, the offset being that of the row's line where it
+    starts (`starts`). A cell of one line holds neither: `_grid_cells` reads its
+    heading, and a container there is never closed."""
+    found: list[tuple[int, int]] = []
+    for cells in columns:
+        if len(cells) < 2:
+            continue
+        cell_text = "\n".join(cells)
+        heading = gm_heading_line(cell_text)
+        if heading is not None:
+            found.append((starts[cell_text.count("\n", 0, heading[0])], heading[1]))
+        opener = next(
+            (i for i, cell in enumerate(cells) if container_opener(cell.lstrip(" \t"), look_alike_markers=True)), None
+        )
+        if opener is not None:
+            found.append((starts[opener], 1))
+    return found
 
 
 def _gm_atx_line(text: str) -> tuple[int, int] | None:

@@ -84,6 +84,7 @@ from engine.markdown_text import (
     after_quote_markers,
     setext_underline,
     without_container_prefix,
+    without_pandoc_prefix,
 )
 
 # Token standing for a block the block rules consumed; `meta["stack"]` holds the regions
@@ -699,10 +700,18 @@ class _Stripper:
         table, None when there is none. A row without a pipe (`| a |`, `| - |`, `GM`,
         `===`) is one more row to GFM, but Pandoc's pipe table rows need one: the table
         ends there, and that line and the ones after it are a paragraph's, a setext
-        heading's text when an underline follows (a row, or the line after the table)."""
+        heading's text when an underline follows (a row, or the line after the table).
+        Its lines read as a grid table's too, after the border line above them, whose
+        cells run over lines (`+---+`, `| GM |`, `| --- |`, `| x |`: a paragraph, a header
+        and a row to GFM, a cell holding a heading to Pandoc)."""
         if table.map is None:
             return None
         start, end = table.map
+        above = max(start - 1, 0)
+        source = "\n".join(self.source_lines[above:end])
+        grid = gm_heading_line(source)
+        if grid is not None:
+            return max(above + source.count("\n", 0, grid[0]), start), grid[1]
         for row in range(start + 2, end):
             pipeless = _pipeless(self.source_lines[row])
             if pipeless is None:
@@ -824,6 +833,12 @@ class _Stripper:
         if token.type in ("fence", "code_block") and self.open_heading is not None and not hidden:
             self._settle_open_heading(token.content)
             hidden = self._hidden
+        raw_html_fence = token.type == "fence" and _RAW_HTML_INFO.fullmatch(token.info) is not None
+        if raw_html_fence and not hidden and self._is_closed_fence(token):
+            # Pandoc writes a raw HTML block (```` ```{=html} ````) as HTML: a comment
+            # opened in it hides what follows from a browser, up to a `-->` as far away.
+            result = self._scan(token.content, self._raw_options(token, token.content, raw_html=True))
+            token.content = remove_ranges(token.content, result.removed)
         if token.type == "fence" and not hidden:
             token.info = _public_info(token.info)
         if token.type == "fence" and not hidden and not self._is_closed_fence(token):
@@ -866,11 +881,13 @@ class _Stripper:
         self.stack, self.held = result.stack, result.held
         return result
 
-    def _raw_options(self, token: Token, text: str) -> ScanOptions:
-        """How to scan a block's `text` as written, its closers judged in the whole source too."""
-        own = _inert_test(text, raw_html=token.type == "html_block")
+    def _raw_options(self, token: Token, text: str, *, raw_html: bool = False) -> ScanOptions:
+        """How to scan a block's `text` as written, its closers judged in the whole source
+        too; `raw_html` for a block written as HTML that is no HTML block (a raw one)."""
+        raw_html = raw_html or token.type == "html_block"
+        own = _inert_test(text, raw_html=raw_html)
         rest_of_closing_line = self._rest_of_closing_line(token)
-        raw_html = token.type == "html_block" or rest_of_closing_line
+        raw_html = raw_html or rest_of_closing_line
         return ScanOptions(
             fences=True,
             inert=self.source_inert.test_for(token.map, text, own),
@@ -1051,7 +1068,38 @@ class _Stripper:
             result = self._scan(content, self._raw_options(token, content))
             token.content = remove_ranges(content, result.removed)
             return not result.stack and bool(token.content.strip())
+        if self._after_pandoc_item(token):
+            return self._keep_pandoc_item_paragraphs(token)
         return True
+
+    def _after_pandoc_item(self, token: Token) -> bool:
+        """Whether indented code comes right after a paragraph holding a list or definition
+        marker only Pandoc reads (`a)`, `(@)`, `:`, `~`): the item's later paragraphs,
+        indented four columns, are Markdown to Pandoc."""
+        assert token.map is not None
+        line = token.map[0] - 1
+        while line >= 0 and not without_container_prefix(self.source_lines[line]).strip():
+            line -= 1
+        while line >= 0 and (text := without_container_prefix(self.source_lines[line])).strip():
+            if without_pandoc_prefix(text) != text:
+                return True
+            line -= 1
+        return False
+
+    def _keep_pandoc_item_paragraphs(self, token: Token) -> bool:
+        """Indented code read as a Pandoc item's later paragraphs, which may hold GM parts
+        (`Term`, `:   x`, blank line, `    <!-- y -->`: Pandoc writes the comment raw, and
+        a GM heading there starts a section): the code up to the first of them is kept."""
+        result = self._scan(token.content, self._raw_options(token, token.content))
+        content = remove_ranges(token.content, result.removed)
+        # Over the underline after the block too (`    GM`, then `---` outside the item:
+        # Pandoc's item takes it lazily).
+        heading = None if result.stack else self._gm_line_of_raw_block(token, content)
+        if heading is not None:
+            self._cut_from(heading[1])
+            content = content[: heading[0]].rstrip("\n") + "\n"
+        token.content = content
+        return bool(content.strip())
 
     def _gm_setext_over_code(self, token: Token, line: str) -> tuple[int, int] | None:
         """A GM heading in a one-line indented code block right over a setext underline:
@@ -1465,6 +1513,10 @@ def _scan_glued_container(kept: str, options_for: Callable[[str], ScanOptions]) 
             return scan(kept, [], options_for(kept), offset)
         offset += len(line) + 1
     return None
+
+
+# A fence's info string making it a raw HTML block to Pandoc (`{=html}`, `{=html5}`).
+_RAW_HTML_INFO = re.compile(r"[ \t]*\{[ \t]*=[ \t]*html[45]?[ \t]*\}[ \t]*", re.IGNORECASE)
 
 
 def _public_info(info: str) -> str:
