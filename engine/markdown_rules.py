@@ -1321,7 +1321,13 @@ class _Stripper:
         item's: `- ---` is one), where Pandoc takes it lazily."""
         if token.map is None or token.map[1] >= len(self.source_lines):
             return None
-        return setext_underline(after_quote_markers(self.source_lines[token.map[1]]))
+        line = after_quote_markers(self.source_lines[token.map[1]])
+        if footnote_at(self.state.env, token.map[1]) is not None:
+            # A GM footnote's continuation line, read at the footnote's margin (`[^1]: x`,
+            # `    - GM`, `    ---`): re-marked four columns left, its source is not (nor
+            # the margin of a list item or quote the footnote is in).
+            line = line.lstrip(" \t")
+        return setext_underline(line)
 
     def _parsed_gm_text_after_container_line(self, text: str) -> int | None:
         """The offset in a paragraph's `text` of its lines after its last container
