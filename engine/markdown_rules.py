@@ -79,6 +79,7 @@ from engine.markdown_regions import (
 from engine.markdown_section_tags import secret_section_tag_end
 from engine.markdown_source import SourceInert
 from engine.markdown_text import (
+    DEFINITION_MARKER,
     FOOTNOTE_LABEL,
     QUOTE_PREFIX,
     after_quote_markers,
@@ -1199,7 +1200,7 @@ class _Stripper:
                 line = (0, level)
             after = self._parsed_gm_text_after_container_line(kept) if line is None else None
             line = (after, level) if after is not None else line
-        if in_paragraph and line is None and "=" in kept:
+        if in_paragraph and line is None and ("=" in kept or "-" in kept):
             line = self._parsed_gm_text_over_underline(kept, ("===",))
         found = [line] if line is not None else []
         judged = self._html_heading_to_judge(kept)
@@ -1371,11 +1372,15 @@ class _Stripper:
         `===`, a lazy line of a quote or list item (`- G&#77;`, `===`), paragraph text to
         markdown-it; over either, a GFM table's rows without a pipe (`| a |`, `|---|`,
         `G&#77;`, `---`), which end a Pandoc pipe table. Both are the underline of a
-        heading whose text Pandoc reads parsed (raw names are `gm_heading_line`'s)."""
+        heading whose text Pandoc reads parsed (raw names are `gm_heading_line`'s); so is
+        `---`, an indented one to markdown-it, after a definition's first line (`Term`,
+        `:   G&#77;`, `    ---`): Pandoc reads the definition's text four columns left."""
         start = offset = 0
+        in_definition = False
         for line in text.split("\n"):
             underline = setext_underline(line.lstrip(" \t"))
-            if underline in underlines:
+            in_definition = in_definition or DEFINITION_MARKER.match(line) is not None
+            if underline in underlines or (underline == "---" and in_definition):
                 level = 1 if underline == "===" else 2
                 segment = text[start : offset - 1] if start < offset else ""
                 if segment and self._is_gm_heading(segment):
@@ -1384,6 +1389,7 @@ class _Stripper:
                 if after is not None:
                     return start + after, level
                 start = offset + len(line) + 1
+                in_definition = False
             offset += len(line) + 1
         return None
 
