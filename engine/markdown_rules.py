@@ -1407,8 +1407,11 @@ class _Stripper:
         underline = setext_underline(after_quote_markers(self.source_lines[after]).lstrip(" \t"))
         if underline is None:
             return None
-        # A footnote's text from its label on (`[^1]: [GM]: /u`, re-marked when it holds a GM part).
-        text = without_container_prefix(footnote_text(self.source_lines[token.map[0]])).strip(" \t")
+        # A footnote's text from its label on (`[^1]: [GM]: /u`, re-marked when it holds a GM
+        # part); the line's indentation first, which may pass three columns (the margin of a
+        # nested list item, or of a footnote's continuation line).
+        first_line = footnote_text(self.source_lines[token.map[0]]).lstrip(" \t")
+        text = without_container_prefix(first_line).strip(" \t")
         level = 1 if underline == "===" else 2
         if is_gm_heading_text(text):
             return level
