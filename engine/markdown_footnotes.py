@@ -281,7 +281,7 @@ def _dedented(state: StateBlock, line: int) -> str:
 
 def _names_gm(state: StateBlock) -> Callable[[str], bool]:
     """Whether a heading's text names GM as Pandoc reads it, parsed (`G&#77;`)."""
-    return partial(names_gm_once_parsed, state.md, references=state.env.get("references"))
+    return partial(names_gm_once_parsed, state.md, references=state.env.get("references", {}))
 
 
 def _holds_gm_part(body: list[str], names_gm: Callable[[str], bool]) -> bool:

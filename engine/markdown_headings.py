@@ -18,6 +18,7 @@ from markdown_it.token import Token
 from engine.html_tags import Tag, element_tags, html_text, is_line_break, tags
 from engine.markdown_regions import container_line, container_opener
 from engine.markdown_text import (
+    DEFINITION_MARKER,
     FOOTNOTE_LABEL,
     fold_lookalikes,
     folds_to_none_of,
@@ -47,8 +48,18 @@ def names_gm_once_parsed(md: MarkdownIt, content: str, references: Any) -> bool:
     if not PARSED_TEXT_MAY_DIFFER.search(content):
         return False
     tokens: list[Token] = []
-    md.inline.parse(content, md, {"references": references}, tokens)
+    md.inline.parse(_pandoc_heading_text(content), md, {"references": references}, tokens)
     return is_gm_heading_text(plain_text(tokens))
+
+
+def _pandoc_heading_text(content: str) -> str:
+    """A heading's raw `content` as `_gm_setext_lines` reads a raw name: from its last
+    line opening a definition on (a block of its own to Pandoc: `Term`, `:   G&#77;`,
+    `    ===` is a GM heading in the definition), each line without the quote, list and
+    definition markers Pandoc may read before it (`a) G&#77;`, `---`)."""
+    lines = content.split("\n")
+    first = max((index for index, line in enumerate(lines) if DEFINITION_MARKER.match(line)), default=0)
+    return "\n".join(map(without_pandoc_prefix, lines[first:]))
 
 
 def plain_text(tokens: list[Token]) -> str:
@@ -358,7 +369,6 @@ _UP_TO_LAST_TAG = re.compile(r".*</?[A-Za-z][^<>]*>")
 # any other character may be a look-alike. Prose lines fail it at once.
 _MAY_HOLD_UNDERLINE = re.compile(r"^[ \t\x0b\x0c\x1c-\x1f>*+.)0-9=\-\x80-\U0010ffff]+$", re.M)
 _SETEXT_UNDERLINE = re.compile(r"[ \t]*(=+|-+)[ \t]*$")
-_DEFINITION_MARKER = re.compile(r"[ \t]{0,3}[:~][ \t]")
 
 
 def _gm_setext_lines(text: str, after_any_line: bool, in_html: bool) -> tuple[int, int] | None:
@@ -391,7 +401,7 @@ def _gm_setext_lines(text: str, after_any_line: bool, in_html: bool) -> tuple[in
             # `<p>a</p> GM`, `===` is a heading): the text starts after the line's last tag.
             run_start = last_start = offset + tag.end()
             run = [line[tag.end() :]]
-        elif _DEFINITION_MARKER.match(line):
+        elif DEFINITION_MARKER.match(line):
             # A definition's first line starts a block of its own to Pandoc (`Term`,
             # `:   GM`, `    ---` is a GM heading in the definition).
             run_start = last_start = offset

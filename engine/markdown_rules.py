@@ -79,6 +79,7 @@ from engine.markdown_regions import (
 from engine.markdown_section_tags import secret_section_tag_end
 from engine.markdown_source import SourceInert
 from engine.markdown_text import (
+    DEFINITION_MARKER,
     FOOTNOTE_LABEL,
     QUOTE_PREFIX,
     after_quote_markers,
@@ -1247,7 +1248,7 @@ class _Stripper:
                 line = (0, level)
             after = self._parsed_gm_text_after_container_line(kept) if line is None else None
             line = (after, level) if after is not None else line
-        if in_paragraph and line is None and "=" in kept:
+        if in_paragraph and line is None and ("=" in kept or "-" in kept):
             line = self._parsed_gm_text_over_underline(kept, ("===",))
         found = [line] if line is not None else []
         judged = self._html_heading_to_judge(kept)
@@ -1369,7 +1370,13 @@ class _Stripper:
         item's: `- ---` is one), where Pandoc takes it lazily."""
         if token.map is None or token.map[1] >= len(self.source_lines):
             return None
-        return setext_underline(after_quote_markers(self.source_lines[token.map[1]]))
+        line = after_quote_markers(self.source_lines[token.map[1]])
+        if footnote_at(self.state.env, token.map[1]) is not None:
+            # A GM footnote's continuation line, read at the footnote's margin (`[^1]: x`,
+            # `    - GM`, `    ---`): re-marked four columns left, its source is not (nor
+            # the margin of a list item or quote the footnote is in).
+            line = line.lstrip(" \t")
+        return setext_underline(line)
 
     def _parsed_gm_text_after_container_line(self, text: str) -> int | None:
         """The offset in a paragraph's `text` of its lines after its last container
@@ -1413,11 +1420,15 @@ class _Stripper:
         `===`, a lazy line of a quote or list item (`- G&#77;`, `===`), paragraph text to
         markdown-it; over either, a GFM table's rows without a pipe (`| a |`, `|---|`,
         `G&#77;`, `---`), which end a Pandoc pipe table. Both are the underline of a
-        heading whose text Pandoc reads parsed (raw names are `gm_heading_line`'s)."""
+        heading whose text Pandoc reads parsed (raw names are `gm_heading_line`'s); so is
+        `---`, an indented one to markdown-it, after a definition's first line (`Term`,
+        `:   G&#77;`, `    ---`): Pandoc reads the definition's text four columns left."""
         start = offset = 0
+        in_definition = False
         for line in text.split("\n"):
             underline = setext_underline(line.lstrip(" \t"))
-            if underline in underlines:
+            in_definition = in_definition or DEFINITION_MARKER.match(line) is not None
+            if underline in underlines or (underline == "---" and in_definition):
                 level = 1 if underline == "===" else 2
                 segment = text[start : offset - 1] if start < offset else ""
                 if segment and self._is_gm_heading(segment):
@@ -1426,6 +1437,7 @@ class _Stripper:
                 if after is not None:
                     return start + after, level
                 start = offset + len(line) + 1
+                in_definition = False
             offset += len(line) + 1
         return None
 
@@ -1443,8 +1455,11 @@ class _Stripper:
         underline = setext_underline(after_quote_markers(self.source_lines[after]).lstrip(" \t"))
         if underline is None:
             return None
-        # A footnote's text from its label on (`[^1]: [GM]: /u`, re-marked when it holds a GM part).
-        text = without_container_prefix(footnote_text(self.source_lines[token.map[0]])).strip(" \t")
+        # A footnote's text from its label on (`[^1]: [GM]: /u`, re-marked when it holds a GM
+        # part); the line's indentation first, which may pass three columns (the margin of a
+        # nested list item, or of a footnote's continuation line).
+        first_line = footnote_text(self.source_lines[token.map[0]]).lstrip(" \t")
+        text = without_container_prefix(first_line).strip(" \t")
         level = 1 if underline == "===" else 2
         if is_gm_heading_text(text):
             return level

@@ -73,6 +73,8 @@ def folds_to_none_of(text: str, characters: str) -> bool:
 
 # A footnote definition's label (`[^1]: `; Pandoc's holds no blank) and the blanks after it.
 FOOTNOTE_LABEL = re.compile(r"\[\^[^\]\s]+\]:[ \t]*")
+# A definition's first line, Pandoc's (`:   text` or `~   text`): a block of its own there.
+DEFINITION_MARKER = re.compile(r"[ \t]{0,3}[:~][ \t]")
 # The quote markers a raw line starts with, whatever the indentation before each.
 QUOTE_PREFIX = re.compile(r"(?:[ \t]*>)*")
 # A thematic break, from its first character to the line's end.

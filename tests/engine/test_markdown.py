@@ -519,6 +519,13 @@ class TestImagesAndPublicContent:
                 "Pub[^1]\n\n```\n[^2]: y\n```\n\n[^1]: x\n",
             ),
             (
+                # Its text over an underline is parsed for a GM name before the document
+                # defines any link reference: a bracket there looks one up all the same.
+                "footnote-bracket-over-underline-before-any-definition",
+                "Pub[^1]\n\n[^1]: [x] y\n    ---\n",
+                "Pub[^1]\n\n\\[^1\\]: [x] y\n\\---\n",
+            ),
+            (
                 "image-in-container",
                 "Before\n\n:::gm\n![CANARY1 alt](https://CANARY2.example/a.png)\n:::",
                 "Before\n",
