@@ -11,9 +11,9 @@ from __future__ import annotations
 
 import functools
 import logging
-import os
 import re
 import time
+import uuid
 from typing import Any
 
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
@@ -36,16 +36,7 @@ def request_id_from(scope: Scope) -> str:
         candidate: str = values[0].decode("latin-1")
         if _SAFE_REQUEST_ID.fullmatch(candidate):
             return candidate
-    return new_request_id()
-
-
-def new_request_id() -> str:
-    """A random (version 4) UUID in its text form, written from 16 random bytes:
-    `str(uuid.uuid4())` builds a UUID object first (10.7 µs against 3.5, on every request
-    that brings no id of its own)."""
-    digits = os.urandom(16).hex()
-    variant = "89ab"[int(digits[16], 16) & 3]
-    return f"{digits[:8]}-{digits[8:12]}-4{digits[13:16]}-{variant}{digits[17:20]}-{digits[20:]}"
+    return str(uuid.uuid4())
 
 
 def route_template(scope: Scope, *, root_path: str) -> str:
