@@ -57,7 +57,6 @@ from engine.markdown_headings import (
     is_gm_heading_text,
     judged_html_headings,
     names_gm_once_parsed,
-    plain_text,
     text_before_heading_tag,
 )
 from engine.markdown_inert import InertTest, inert_spans, spans_test
@@ -1460,15 +1459,11 @@ class _Stripper:
         # nested list item, or of a footnote's continuation line).
         first_line = footnote_text(self.source_lines[token.map[0]]).lstrip(" \t")
         text = without_container_prefix(first_line).strip(" \t")
-        level = 1 if underline == "===" else 2
-        if is_gm_heading_text(text):
-            return level
-        # Its label is no link there (the line defines nothing to Pandoc): `[G&#77;]: /u`
-        # reads `[GM]: /u`.
-        if not PARSED_TEXT_MAY_DIFFER.search(text):
+        # Its label is no link there (the line defines nothing to Pandoc), so no reference
+        # is known: `[G&#77;]: /u` reads `[GM]: /u`.
+        if not names_gm_once_parsed(self.state.md, text, {}):
             return None
-        children, _ = _parse_inline(self.state.md, text, {})
-        return level if is_gm_heading_text(plain_text(children)) else None
+        return 1 if underline == "===" else 2
 
     def _lazy_lines(self, token: Token) -> frozenset[int]:
         """Offsets in a paragraph's content of its lazy continuation lines: those whose
