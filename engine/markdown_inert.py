@@ -113,7 +113,7 @@ def inert_spans(
     doubt = False  # whether a code span in the paragraph may not be where it is read
     last_run_end = 0  # where the last backtick run read ends
     instruction_close = -1  # where the next `?>` starts (len(text): none)
-    code_spans = _BacktickRuns(text, blank_lines)
+    code_spans = BacktickRuns(text, blank_lines)
     end_tags = _MarkdownEndTags(text, blank_lines, in_markdown, code_at, item_column_at)
     brackets: list[int] = []
     raw_text_end = 0  # where the last raw-text element read ends
@@ -212,10 +212,14 @@ def inert_spans(
     return InertSpans(spans)
 
 
-class _BacktickRuns:
+class BacktickRuns:
     """Where markdown-it closes a backtick run: at the next run of its length in its
     paragraph, whatever lies between (escapes, tags, link destinations); the runs are
     found once, on the first question."""
+
+    @classmethod
+    def of(cls, text: str) -> BacktickRuns:
+        return cls(text, [match.start() for match in _BLANK_LINE.finditer(text)])
 
     def __init__(self, text: str, blank_lines: list[int]) -> None:
         self._text = text
@@ -245,6 +249,24 @@ class _BacktickRuns:
         if blank < len(self._blank_lines) and self._blank_lines[blank] < starts[following]:
             return None
         return starts[following]
+
+    def marks_outside_code(self, mark: str, start: int, end: int) -> int | None:
+        """How many `mark` stand in start..end outside the code spans of runs opened there,
+        None when a span holding one runs on past `end`."""
+        count = 0
+        position = start
+        while True:
+            run = _BACKTICK_RUN.search(self._text, position, end)
+            count += self._text.count(mark, position, end if run is None else run.start())
+            if run is None:
+                return count
+            closed_at = self.closer(run.start(), len(run.group()))
+            if closed_at is None:
+                position = run.end()
+            elif closed_at >= end:
+                return None if self._text.find(mark, run.end(), end) >= 0 else count
+            else:
+                position = closed_at + len(run.group())
 
     def skipped(self, after: int, before: int) -> bool:
         """Whether a backtick run starts in after..before (one the pass went over)."""

@@ -41,7 +41,7 @@ from enum import Enum
 
 from markdown_it.rules_block.html_block import HTML_SEQUENCES
 
-from engine.markdown_inert import MAX_TAG_LENGTH, InertSpans, InertTest, markdown_tables, never_inert
+from engine.markdown_inert import MAX_TAG_LENGTH, BacktickRuns, InertSpans, InertTest, markdown_tables, never_inert
 from engine.markdown_section_tags import secret_section_tag_end
 from engine.markdown_text import (
     THEMATIC_BREAK,
@@ -503,6 +503,8 @@ class _Scanner:
         self.inline_comment_from = 0
         # Where the text's last `-->` starts (-1 if none), once asked.
         self.last_html_closer: int | None = None
+        # The code spans of the scanned text and of its source, keyed by the text's id.
+        self.backtick_runs: dict[int, BacktickRuns] = {}
 
     def run(self, start: int) -> ScanResult:
         text = self.text
@@ -1008,19 +1010,24 @@ class _Scanner:
         else:
             return False
         if closer == "-->":
-            # A `%%` in code is none to a reader that knows code: one after a backtick in
-            # the comment and before another, anywhere, may leave one open (`<!-- `%%` %%
-            # --> CANARY`); code before or after them all holds none.
-            marks = text.count("%%", opened, closed)
-            if marks % 2 == 1:
+            # A `%%` in code is none to a reader that knows code: one in a code span
+            # opened in the comment may leave one open (`<!-- `%%` %% --> CANARY`), as
+            # may one in a span that runs past the `-->` (then the `-->` is code too).
+            if text.count("%%", opened, closed) % 2 == 1:
                 return True
-            backtick = text.find("`", opened, closed)
-            mark = text.find("%%", backtick, closed) if backtick >= 0 else -1
-            return mark >= 0 and text.find("`", mark) >= 0
+            outside_code = self._backtick_runs(text).marks_outside_code("%%", opened, closed)
+            return outside_code is None or outside_code % 2 == 1
         inner = text.rfind("<!--", opened + len(closer), closed)
         if inner < 0 or text.startswith(_EMPTY_COMMENTS, inner) or text.find("-->", inner, closed) >= 0:
             return False
         return last_closer >= closed
+
+    def _backtick_runs(self, text: str) -> BacktickRuns:
+        """The code spans of `text` (the scanned text or its source), read once."""
+        runs = self.backtick_runs.get(id(text))
+        if runs is None:
+            runs = self.backtick_runs[id(text)] = BacktickRuns.of(text)
+        return runs
 
     def _last_html_closer(self) -> int:
         """Where the text's last `-->` starts, -1 if none (searched once)."""
