@@ -217,13 +217,10 @@ class BacktickRuns:
     paragraph, whatever lies between (escapes, tags, link destinations); the runs are
     found once, on the first question."""
 
-    @classmethod
-    def of(cls, text: str) -> BacktickRuns:
-        return cls(text, [match.start() for match in _BLANK_LINE.finditer(text)])
-
-    def __init__(self, text: str, blank_lines: list[int]) -> None:
+    def __init__(self, text: str, blank_lines: list[int] | None = None) -> None:
         self._text = text
-        self._blank_lines = blank_lines
+        self._blank_lines = blank_lines or []
+        self._blank_lines_read = blank_lines is not None
         self._read = False
         self._all: list[int] = []  # where every run starts
         self._starts: dict[int, list[int]] = {}  # run length -> where such runs start
@@ -233,6 +230,8 @@ class BacktickRuns:
         if self._read:
             return
         self._read = True
+        if not self._blank_lines_read:
+            self._blank_lines = [match.start() for match in _BLANK_LINE.finditer(self._text)]
         for run in _BACKTICK_RUN.finditer(self._text):
             self._all.append(run.start())
             self._starts.setdefault(len(run.group()), []).append(run.start())

@@ -207,6 +207,8 @@ class SourceView:
     position: Callable[[int], int | None]
     # Where the source's last `-->` starts (-1 if none): found once, not at each comment.
     last_html_closer: int
+    # The source's code spans, read once on the first question.
+    backtick_runs: BacktickRuns
 
 
 @dataclass(frozen=True, slots=True)
@@ -503,8 +505,8 @@ class _Scanner:
         self.inline_comment_from = 0
         # Where the text's last `-->` starts (-1 if none), once asked.
         self.last_html_closer: int | None = None
-        # The code spans of the scanned text and of its source, keyed by the text's id.
-        self.backtick_runs: dict[int, BacktickRuns] = {}
+        # The code spans of the scanned text, once asked.
+        self.backtick_runs: BacktickRuns | None = None
 
     def run(self, start: int) -> ScanResult:
         text = self.text
@@ -1002,11 +1004,13 @@ class _Scanner:
         closed = source.position(found) if source is not None and frame.source_opened >= 0 else None
         if source is not None and closed is not None:
             text, opened, last_closer = source.text, frame.source_opened, source.last_html_closer
+            code_spans = source.backtick_runs
         elif frame.opened_at >= 0:
             text, opened, closed = self.text, frame.opened_at, found
             # Whether a `-->` follows in the source is unknown: any there may.
             later = source is not None and source.last_html_closer >= 0
             last_closer = sys.maxsize if later else self._last_html_closer()
+            code_spans = self._backtick_runs()
         else:
             return False
         if closer == "-->":
@@ -1015,19 +1019,18 @@ class _Scanner:
             # may one in a span that runs past the `-->` (then the `-->` is code too).
             if text.count("%%", opened, closed) % 2 == 1:
                 return True
-            outside_code = self._backtick_runs(text).marks_outside_code("%%", opened, closed)
+            outside_code = code_spans.marks_outside_code("%%", opened, closed)
             return outside_code is None or outside_code % 2 == 1
         inner = text.rfind("<!--", opened + len(closer), closed)
         if inner < 0 or text.startswith(_EMPTY_COMMENTS, inner) or text.find("-->", inner, closed) >= 0:
             return False
         return last_closer >= closed
 
-    def _backtick_runs(self, text: str) -> BacktickRuns:
-        """The code spans of `text` (the scanned text or its source), read once."""
-        runs = self.backtick_runs.get(id(text))
-        if runs is None:
-            runs = self.backtick_runs[id(text)] = BacktickRuns.of(text)
-        return runs
+    def _backtick_runs(self) -> BacktickRuns:
+        """The code spans of the scanned text, read once."""
+        if self.backtick_runs is None:
+            self.backtick_runs = BacktickRuns(self.text)
+        return self.backtick_runs
 
     def _last_html_closer(self) -> int:
         """Where the text's last `-->` starts, -1 if none (searched once)."""

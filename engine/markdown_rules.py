@@ -185,7 +185,7 @@ class _BlockLines:
         return state.bMarks[line] + state.tShift[line] + column
 
     def source_view(self, state: StateBlock) -> SourceView:
-        return SourceView(state.src, partial(self.in_source, state), source_inert_of(state).last_html_closer)
+        return source_view_of(source_inert_of(state), partial(self.in_source, state))
 
     def inert_test(self, state: StateBlock) -> InertTest:
         """Whether a closer at a position of `text` might not be markup, judged on the
@@ -904,7 +904,7 @@ class _Stripper:
     def _source_view(self, line_map: list[int] | None, text: str) -> SourceView | None:
         positions = self.source_inert.positions(line_map, text)
         source = self.source_inert
-        return None if positions is None else SourceView(source.source, positions, source.last_html_closer)
+        return None if positions is None else source_view_of(source, positions)
 
     def _footnote_spans(self, token: Token, text: str, raw_html: bool) -> tuple[tuple[int, int], ...]:
         """Where `text`, a block's lines from its first (`token.map`), is a footnote
@@ -1560,6 +1560,11 @@ def _other_dropped_reading(text: str, *, mid_row: bool) -> str:
     if mid_row:
         return "|" + text.replace("\n", "\n|")
     return cells_one_a_line(text) if "|" in text else text
+
+
+def source_view_of(source: SourceInert, position: Callable[[int], int | None]) -> SourceView:
+    """The whole source, with where a scanned text's offsets stand in it."""
+    return SourceView(source.source, position, source.last_html_closer, source.backtick_runs)
 
 
 def source_inert_of(state: StateBlock | StateCore) -> SourceInert:

@@ -22,7 +22,7 @@ from functools import partial
 
 from markdown_it.rules_block.html_block import HTML_SEQUENCES
 
-from engine.markdown_inert import InertSpans, InertTest, inert_spans
+from engine.markdown_inert import BacktickRuns, InertSpans, InertTest, inert_spans
 from engine.markdown_text import THEMATIC_BREAK, without_container_prefix
 
 # A position in a block's text -> the same position in the source, or None when unknown.
@@ -58,6 +58,7 @@ class SourceInert:
     def __init__(self, source: str) -> None:
         self.source = source
         self.last_html_closer = source.rfind("-->")
+        self.backtick_runs = BacktickRuns(source)
         self.lines = source.split("\n")
         self.line_starts: list[int] = []
         offset = 0
