@@ -225,6 +225,7 @@ class BacktickRuns:
         self._all: list[int] = []  # where every run starts
         self._starts: dict[int, list[int]] = {}  # run length -> where such runs start
         self._breaks: list[int] = []  # where a line or a table cell may end
+        self._escaped: list[int] = []  # where a run after an escaping backslash starts
 
     def _read_runs(self) -> None:
         if self._read:
@@ -235,6 +236,8 @@ class BacktickRuns:
         for run in _BACKTICK_RUN.finditer(self._text):
             self._all.append(run.start())
             self._starts.setdefault(len(run.group()), []).append(run.start())
+            if _after_escaping_backslash(self._text, run.start()):
+                self._escaped.append(run.start())
         self._breaks = [found.start() for found in _LINE_OR_CELL_END.finditer(self._text)]
 
     def closer(self, opened_at: int, length: int) -> int | None:
@@ -251,7 +254,8 @@ class BacktickRuns:
 
     def marks_outside_code(self, mark: str, start: int, end: int) -> int | None:
         """How many `mark` stand in start..end outside the code spans of runs opened there,
-        None when a span holding one runs on past `end`."""
+        None when one stands after a run that opens a span running on past `end` or that
+        readers may pair otherwise (`_paired_alike`)."""
         count = 0
         position = start
         while True:
@@ -260,12 +264,31 @@ class BacktickRuns:
             if run is None:
                 return count
             closed_at = self.closer(run.start(), len(run.group()))
-            if closed_at is None:
-                position = run.end()
-            elif closed_at >= end:
+            if (closed_at is not None and closed_at >= end) or not self._paired_alike(run.start(), closed_at):
                 return None if self._text.find(mark, run.end(), end) >= 0 else count
-            else:
-                position = closed_at + len(run.group())
+            position = run.end() if closed_at is None else closed_at + len(run.group())
+
+    def _paired_alike(self, opened_at: int, closed_at: int | None) -> bool:
+        """Whether every reader pairs the run at `opened_at` as markdown-it pairs it in this
+        text (with the run at `closed_at`, or none). Not when a backslash escapes one of
+        its backticks or one of a run in the span: CommonMark honours that outside code
+        spans (`\\`` opens none; `\\``` is a run of one), others inside them too (`` `a\\` ``
+        goes on); nor when a line or a table cell ends in the span, which a quote's empty
+        `>` line, a heading line, a list item's or a cell's end may end for the reader
+        that knows those blocks."""
+        if closed_at is None:
+            return not self._escaped_run_in(opened_at, self._paragraph_end(opened_at))
+        return self.on_one_line(opened_at, closed_at) and not self._escaped_run_in(opened_at, closed_at + 1)
+
+    def _escaped_run_in(self, start: int, end: int) -> bool:
+        """Whether a run after an escaping backslash starts in start..end."""
+        following = bisect_left(self._escaped, start)
+        return following < len(self._escaped) and self._escaped[following] < end
+
+    def _paragraph_end(self, position: int) -> int:
+        """Where the blank line after `position` starts (the text's end if none)."""
+        blank = bisect_right(self._blank_lines, position)
+        return self._blank_lines[blank] if blank < len(self._blank_lines) else len(self._text)
 
     def skipped(self, after: int, before: int) -> bool:
         """Whether a backtick run starts in after..before (one the pass went over)."""
@@ -337,6 +360,15 @@ class _MarkdownEndTags:
 
 
 _BACKTICK_RUN = re.compile(r"`+")
+
+
+def _after_escaping_backslash(text: str, position: int) -> bool:
+    """Whether an odd number of backslashes stands right before `position` (the last one
+    escapes the character there; each earlier pair is an escaped backslash)."""
+    backslashes = 0
+    while position - backslashes > 0 and text[position - backslashes - 1] == "\\":
+        backslashes += 1
+    return backslashes % 2 == 1
 # What markdown-it writes an end tag after escaped, or not at all (see _MarkdownEndTags).
 _ESCAPING_MARKUP = re.compile(r"`|!\[|\][(:]")
 _NEWLINE = re.compile(r"\n")
