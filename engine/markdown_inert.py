@@ -369,6 +369,8 @@ def _after_escaping_backslash(text: str, position: int) -> bool:
     while position - backslashes > 0 and text[position - backslashes - 1] == "\\":
         backslashes += 1
     return backslashes % 2 == 1
+
+
 # What markdown-it writes an end tag after escaped, or not at all (see _MarkdownEndTags).
 _ESCAPING_MARKUP = re.compile(r"`|!\[|\][(:]")
 _NEWLINE = re.compile(r"\n")
