@@ -198,6 +198,17 @@ class Frame:
     source_opened: int = -1
 
 
+def _marks_may_be_odd(text: str, code_spans: BacktickRuns, start: int, end: int) -> bool:
+    """Whether some reader finds an odd number of `%%` in start..end: one that reads them
+    as written, or one that knows code, to which a `%%` in a code span is none (`<!--
+    `%%` %% --> CANARY`), nor is one in a span that runs past `end` or that readers may
+    pair otherwise."""
+    if text.count("%%", start, end) % 2 == 1:
+        return True
+    outside_code = code_spans.marks_outside_code("%%", start, end)
+    return outside_code is None or outside_code % 2 == 1
+
+
 @dataclass(frozen=True, slots=True)
 class SourceView:
     """The whole source, as markdown-it normalized it, and where an offset of the text
@@ -1014,13 +1025,14 @@ class _Scanner:
         else:
             return False
         if closer == "-->":
-            # A `%%` in code is none to a reader that knows code: one in a code span
-            # opened in the comment may leave one open (`<!-- `%%` %% --> CANARY`), as
-            # may one in a span that runs past the `-->` (then the `-->` is code too).
-            if text.count("%%", opened, closed) % 2 == 1:
+            if _marks_may_be_odd(text, code_spans, opened, closed):
                 return True
-            outside_code = code_spans.marks_outside_code("%%", opened, closed)
-            return outside_code is None or outside_code % 2 == 1
+            # A reader that ends the comment at an earlier `-->` that this scan passed
+            # over (in a code span, an autolink) reads the `%%` after that one as text:
+            # an odd number opens a comment over what follows (`<!-- %% `-->` %% -->
+            # CANARY`). A frame opened at a `%%` is an Obsidian comment to that reader.
+            earlier = text.find("-->", opened + len("<!--"), closed) if text.startswith("<!--", opened) else -1
+            return earlier >= 0 and _marks_may_be_odd(text, code_spans, earlier + len("-->"), closed)
         inner = text.rfind("<!--", opened + len(closer), closed)
         if inner < 0 or text.startswith(_EMPTY_COMMENTS, inner) or text.find("-->", inner, closed) >= 0:
             return False
