@@ -19,7 +19,7 @@ from __future__ import annotations
 import re
 from bisect import bisect_right
 from collections import Counter
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, replace
 from functools import partial
 from typing import Any
@@ -1314,7 +1314,13 @@ class _Stripper:
         spans, at the block's depth as its other lines are (a closer in a later block of
         the same quote or list item closes it)."""
         _, code = _parse_inline(self.state.md, kept, self.block_references)
-        return ScanOptions(code=code, escapes=True, inert=_inert_test(kept, raw_html=False), depth=self.depth)
+        return ScanOptions(
+            code=code,
+            raw_code=_raw_html_spans(kept, code),
+            escapes=True,
+            inert=_inert_test(kept, raw_html=False),
+            depth=self.depth,
+        )
 
     def _scan_inline(self, token: Token, line_start: bool, *, in_cell: bool) -> str:
         """The content of an inline token without its GM-only ranges."""
@@ -1332,6 +1338,7 @@ class _Stripper:
             token.content,
             ScanOptions(
                 code=code,
+                raw_code=_raw_html_spans(token.content, code),
                 escapes=True,
                 raw_html=rest_of_closing_line,
                 line_start=line_start,
@@ -1525,8 +1532,18 @@ def _scan_glued_container(kept: str, options_for: Callable[[str], ScanOptions]) 
     return None
 
 
-# A fence's info string making it a raw HTML block to Pandoc (`{=html}`, `{=html5}`).
-_RAW_HTML_INFO = re.compile(r"[ \t]*\{[ \t]*=[ \t]*html[45]?[ \t]*\}[ \t]*", re.IGNORECASE)
+# Pandoc's raw attribute naming HTML (`{=html}`, `{ =html5 }`): after a fence's opening
+# marker, a raw HTML block; right after a code span (`` `<!--`{=html} ``), raw inline HTML.
+# Pandoc allows no space between `=` and the format; one is read as raw all the same, the
+# side that hides.
+_RAW_HTML_ATTRIBUTE = re.compile(r"\{[ \t]*=[ \t]*html[45]?[ \t]*\}", re.IGNORECASE)
+_RAW_HTML_INFO = re.compile(rf"[ \t]*{_RAW_HTML_ATTRIBUTE.pattern}[ \t]*", re.IGNORECASE)
+
+
+def _raw_html_spans(content: str, code: Sequence[tuple[int, int]]) -> list[tuple[int, int]]:
+    """The code spans of `content` that Pandoc writes as raw HTML: those its raw attribute
+    naming HTML follows."""
+    return [span for span in code if _RAW_HTML_ATTRIBUTE.match(content, span[1])]
 
 
 def _public_info(info: str) -> str:
