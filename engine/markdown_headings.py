@@ -82,8 +82,8 @@ def is_gm_heading_text(text: str) -> bool:
     hyphens and underscores read as one space (so `GM-only` and `GM only` are the same
     name, and likewise `DM-only`), and without emphasis and code markers: a heading line
     read as raw text (a look-alike, an HTML heading) may spell the name `**GM notes**`.
-    A trailing attribute block (`## GM {#plot .unnumbered}`, Pandoc's) or footnote
-    reference (`[^1]`) is not part of it, and an Obsidian wikilink (`[[GM]]`) names its
+    Trailing attribute blocks (`## GM {#plot .unnumbered}`, Pandoc's) or a footnote
+    reference (`[^1]`) are no part of it, and an Obsidian wikilink (`[[GM]]`) names its
     text. A closing sequence of hashes that reads as one only once folded (`## GM`, then
     fullwidth hashes: markdown-it keeps them in the text), one before an attribute
     block, or one with no space before it (`## GM##`, `## GM{#plot}`: Pandoc ends the
@@ -94,7 +94,7 @@ def is_gm_heading_text(text: str) -> bool:
     unmarked = _without_closing_hashes(_INLINE_MARKERS.sub("", fold_lookalikes(text).rstrip().rstrip("\\")))
     # Pandoc reads an attribute block after a closing sequence (`## GM ## {#plot}`), which
     # markdown-it keeps in the text: the hashes before it are no part of the name either.
-    without_attributes = _without_closing_hashes(_without_attribute_block(" ".join(unmarked.split())))
+    without_attributes = _without_closing_hashes(_without_attribute_blocks(" ".join(unmarked.split())))
     trimmed = _without_footnote_references(without_attributes)
     normalized = _strip_trailing_colons(_wikilink_text(trimmed).casefold())
     if normalized.startswith("[gm]"):
@@ -123,17 +123,21 @@ def _wikilink_text(text: str) -> str:
     return text[2:-2].rsplit("|", 1)[-1]
 
 
-def _without_attribute_block(text: str) -> str:
-    # String operations, not `\s*\{[^{}]*\}\s*$`: that backtracks over every space of a
+def _without_attribute_blocks(text: str) -> str:
+    # String operations, not `(\s*\{[^{}]*\})+\s*$`: that backtracks over every space of a
     # long run at each of its positions.
-    if not text.endswith("}"):
-        return text
-    start = text.rfind("{")
     # Pandoc tries the block before each inline of the text, not only after a space:
-    # `## GM{#plot}` and `## GM##{#plot}` name `GM`.
-    if start == -1 or "}" in text[start:-1]:
-        return text
-    return text[:start]
+    # `## GM{#plot}` and `## GM##{#plot}` name `GM`. Its CommonMark reader (commonmark_x)
+    # takes several, side by side or spaced (`## GM {.x}{.y}`, `## GM {.x} {.y}`): each one
+    # gives its attributes to the heading or to the text before it, and shows nothing.
+    kept = end = len(text)
+    while text.endswith("}", 0, end):
+        start = text.rfind("{", 0, end)
+        if start == -1 or text.find("}", start, end - 1) != -1:
+            break
+        kept = start
+        end = start - 1 if text.endswith(" ", 0, start) else start
+    return text[:kept]
 
 
 def _strip_trailing_colons(text: str) -> str:

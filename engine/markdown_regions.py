@@ -196,6 +196,10 @@ class Frame:
     # Where a comment's opener is in the whole source (`ScanOptions.source`), -1 if
     # unknown: what it holds decides whether every reader ends it where this scan does.
     source_opened: int = -1
+    # A comment or section opened in a code span Pandoc writes as raw HTML
+    # (`ScanOptions.raw_code`): only Pandoc reads it, so a closer in such a span, HTML to
+    # Pandoc, ends it, though code to every other reader.
+    pandoc_raw: bool = False
 
 
 def _marks_may_be_odd(text: str, code_spans: BacktickRuns, start: int, end: int) -> bool:
@@ -282,6 +286,10 @@ class ScanOptions:
     # The source the text is read from: a comment opened in one block and ended in a
     # later one is judged on the source between (`Frame.source_opened`).
     source: SourceView | None = None
+    # The code spans among `code` that Pandoc writes as raw HTML (`` `<!--`{=html} ``),
+    # sorted: code to every other reader, but a comment or section opened in one is
+    # Pandoc's, and its browser hides what follows up to its closer.
+    raw_code: Sequence[tuple[int, int]] = ()
 
 
 @dataclass(frozen=True, slots=True)
@@ -469,6 +477,7 @@ class _Scanner:
         # How many of the stack, the outermost, are held (`ScanOptions.held`).
         self.held = min(options.held, len(stack))
         self.code_starts = [start for start, _ in options.code]
+        self.raw_code_starts = [start for start, _ in options.raw_code]
         self.removed: list[tuple[int, int]] = []
         # For each range in `removed`, the index of the first of the run of adjacent ranges
         # it ends (removing them all glues the text on both sides of the run).
@@ -526,7 +535,7 @@ class _Scanner:
         position = start
         while position < len(text):
             span_end = self._code_end(position)
-            if span_end is not None:
+            if span_end is not None and not self._in_raw_code(position):
                 position = span_end
                 continue
             if self._at_line_start(position):
@@ -570,6 +579,16 @@ class _Scanner:
             if start <= position < end:
                 return end
         return None
+
+    def _in_raw_code(self, position: int) -> bool:
+        """Whether `position` is in a code span Pandoc writes as raw HTML."""
+        index = bisect_right(self.raw_code_starts, position) - 1
+        return index >= 0 and position < self.options.raw_code[index][1]
+
+    def _pandoc_closer(self, position: int) -> bool:
+        """Whether a closer at `position`, in a code span, ends the innermost region: the
+        span is raw HTML to Pandoc, the one reader of that region."""
+        return self._in_raw_code(position) and self.stack[-1].pandoc_raw
 
     def _at_line_start(self, position: int) -> bool:
         if position == 0:
@@ -948,23 +967,26 @@ class _Scanner:
         for match in _TOP_LEVEL_OPENERS.finditer(self.text, position, line_end):
             start = match.start()
             span_end = self._code_end(start)
-            if span_end is not None:
+            raw_code = span_end is not None and self._in_raw_code(start)
+            if span_end is not None and not raw_code:
                 return span_end
             if match.group() == "%%":
+                if raw_code:
+                    continue  # code to Obsidian, text to Pandoc
                 self._push(Frame(FrameKind.OBSIDIAN_COMMENT), start)
                 return match.end()
-            if self._escaped(start):
+            if not raw_code and self._escaped(start):
                 continue
             if match.group() == "<!--":
                 return self._open_html_comment(start)
             tag_end = secret_section_tag_end(self.text, start)
             if tag_end is not None:
-                self._push(Frame(FrameKind.SECTION, 1), start)
+                self._push(Frame(FrameKind.SECTION, 1, pandoc_raw=raw_code), start)
                 return tag_end
         return line_end
 
     def _open_html_comment(self, start: int) -> int:
-        comment = Frame(FrameKind.HTML_COMMENT, raw=self._raw_at(start))
+        comment = Frame(FrameKind.HTML_COMMENT, raw=self._raw_at(start), pandoc_raw=self._in_raw_code(start))
         for empty in _EMPTY_COMMENTS:
             if self.text.startswith(empty, start):
                 self._push(comment, start)
@@ -981,7 +1003,10 @@ class _Scanner:
             if found < 0:
                 return limit
             span_end = self._code_end(found)
-            if span_end is None and not self._inert_comment_closer(found, closer) and self._written_raw(found, closer):
+            pandoc_closer = span_end is not None and closer == "-->" and self._pandoc_closer(found)
+            if pandoc_closer or (
+                span_end is None and not self._inert_comment_closer(found, closer) and self._written_raw(found, closer)
+            ):
                 if self._paired_otherwise(found, closer):
                     self._set(-1, replace(self.stack[-1], unending=True))
                     break
@@ -1127,12 +1152,15 @@ class _Scanner:
         for match in _SECTION_EVENTS.finditer(self.text, position, limit):
             start = match.start()
             span_end = self._code_end(start)
-            if span_end is not None:
+            raw_code = span_end is not None and self._in_raw_code(start)
+            if span_end is not None and not raw_code:
                 return span_end
             event = match.group().casefold()
             if event == "<!--":
                 return self._open_html_comment(start)
             if event == "%%":
+                if raw_code:
+                    continue  # code to Obsidian, text to Pandoc
                 self._push(Frame(FrameKind.OBSIDIAN_COMMENT), start)
                 return match.end()
             after = self._section_tag(match, -1)
@@ -1175,6 +1203,8 @@ class _Scanner:
         """Whether an end tag at `at` might not be markup, or is not rendered, for the
         section frame at `index` of the stack."""
         section = self.stack[index]
+        if index == -1 and self._pandoc_closer(at):
+            return self._is_held(index)  # raw HTML to Pandoc, the one reader of the section
         return self._is_held(index) or self._inert(at) or self.options.unrendered(at, _innermost_tag(section))
 
     def _end_tag_rest(self, match: re.Match[str]) -> re.Match[str] | None:
@@ -1255,9 +1285,12 @@ class _Scanner:
         for match in _SECTION_EVENTS.finditer(self.text, position, line_end):
             start = match.start()
             span_end = self._code_end(start)
-            if span_end is not None:
+            raw_code = span_end is not None and self._in_raw_code(start)
+            if span_end is not None and not raw_code:
                 return span_end
             if match.group() == "%%":
+                if raw_code:
+                    continue  # code to Obsidian, text to Pandoc
                 self._push(Frame(FrameKind.OBSIDIAN_COMMENT), start)
                 return match.end()
             if match.group() == "<!--":
@@ -1271,7 +1304,7 @@ class _Scanner:
                 # past the container's closer if that comes first (rule 4).
                 tag_end = secret_section_tag_end(self.text, start)
                 if tag_end is not None:
-                    self.stack.append(Frame(FrameKind.SECTION, 1, opened_at=start))
+                    self.stack.append(Frame(FrameKind.SECTION, 1, opened_at=start, pandoc_raw=raw_code))
                     return tag_end
         return line_end
 

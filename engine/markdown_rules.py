@@ -19,7 +19,7 @@ from __future__ import annotations
 import re
 from bisect import bisect_right
 from collections import Counter
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, replace
 from functools import partial
 from typing import Any
@@ -836,9 +836,12 @@ class _Stripper:
         raw_html_fence = token.type == "fence" and _RAW_HTML_INFO.fullmatch(token.info) is not None
         if raw_html_fence and not hidden and self._is_closed_fence(token):
             # Pandoc writes a raw HTML block (```` ```{=html} ````) as HTML: a comment
-            # opened in it hides what follows from a browser, up to a `-->` as far away.
+            # opened in it hides what follows from a browser, up to a `-->` as far away,
+            # and a heading element in it starts a section as one in an HTML block does.
             result = self._scan(token.content, self._raw_options(token, token.content, raw_html=True))
             token.content = remove_ranges(token.content, result.removed)
+            self._cut_at_html_headings(token)
+            token.content = _fence_content(token.content)
         if token.type == "fence" and not hidden:
             token.info = _public_info(token.info)
         if token.type == "fence" and not hidden and not self._is_closed_fence(token):
@@ -1042,7 +1045,10 @@ class _Stripper:
             self.cut_footnote = footnote_of(self.state.env, opened.token.map)
             self.cut_depth = opened.depth
             before = opened.token.content[: opened.start]
-            opened.token.content = before if opened.token.type == "html_block" else before.rstrip()
+            if opened.token.type == "fence":
+                opened.token.content = _fence_content(before)
+            else:
+                opened.token.content = before if opened.token.type == "html_block" else before.rstrip()
             self.cut_after_open_heading.update(map(id, opened.since))
 
     def _is_closed_fence(self, token: Token) -> bool:
@@ -1277,7 +1283,7 @@ class _Stripper:
         self._follow_divs(text)
         tags = [tag for tag in _nesting_tags(text) if not escaped(text, tag.start)]
         if tags and "`" in text:
-            in_code = spans_test(_parse_inline(self.state.md, text, self.block_references)[1])
+            in_code = self._code_to_every_reader(text)
             tags = [tag for tag in tags if not in_code(tag.start, -1)]
         self.elements_in_cut.follow(tags, self.depth)
 
@@ -1314,7 +1320,13 @@ class _Stripper:
         spans, at the block's depth as its other lines are (a closer in a later block of
         the same quote or list item closes it)."""
         _, code = _parse_inline(self.state.md, kept, self.block_references)
-        return ScanOptions(code=code, escapes=True, inert=_inert_test(kept, raw_html=False), depth=self.depth)
+        return ScanOptions(
+            code=code,
+            raw_code=_raw_html_spans(kept, code),
+            escapes=True,
+            inert=_inert_test(kept, raw_html=False),
+            depth=self.depth,
+        )
 
     def _scan_inline(self, token: Token, line_start: bool, *, in_cell: bool) -> str:
         """The content of an inline token without its GM-only ranges."""
@@ -1332,6 +1344,7 @@ class _Stripper:
             token.content,
             ScanOptions(
                 code=code,
+                raw_code=_raw_html_spans(token.content, code),
                 escapes=True,
                 raw_html=rest_of_closing_line,
                 line_start=line_start,
@@ -1496,16 +1509,23 @@ class _Stripper:
     def _html_heading_to_judge(self, text: str) -> tuple[HtmlHeading, bool | None] | None:
         """The first heading element in inline Markdown `text` that names a GM section
         (`<h2>GM notes</h2>`: True) or is left open with no text after it (None), with
-        that verdict; None when there is none. One inside a code span, or whose `<` is
-        escaped, is text."""
+        that verdict; None when there is none. One inside a code span (but Pandoc's raw
+        HTML), or whose `<` is escaped, is text."""
         if "<" not in text:
             return None
         candidates = [(heading, verdict) for heading, verdict in judged_html_headings(text) if verdict is not False]
         if candidates and "`" in text:
             # Opened "before the text" (-1): a heading element is text anywhere in a code span.
-            in_code = spans_test(_parse_inline(self.state.md, text, self.block_references)[1])
+            in_code = self._code_to_every_reader(text)
             candidates = [(heading, verdict) for heading, verdict in candidates if not in_code(heading.start, -1)]
         return next(((heading, verdict) for heading, verdict in candidates if not escaped(text, heading.start)), None)
+
+    def _code_to_every_reader(self, text: str) -> InertTest:
+        """Where inline Markdown `text` is code to every reader: in a code span, but for
+        those Pandoc writes as raw HTML (`` `<h2>GM</h2>`{=html} ``: a heading there)."""
+        code = _parse_inline(self.state.md, text, self.block_references)[1]
+        raw = set(_raw_html_spans(text, code))
+        return spans_test([span for span in code if span not in raw])
 
     def _is_gm_heading(self, content: str) -> bool:
         # `## **GM notes**` and `## \[GM\] plot` count as much as `## GM notes`.
@@ -1525,8 +1545,24 @@ def _scan_glued_container(kept: str, options_for: Callable[[str], ScanOptions]) 
     return None
 
 
-# A fence's info string making it a raw HTML block to Pandoc (`{=html}`, `{=html5}`).
-_RAW_HTML_INFO = re.compile(r"[ \t]*\{[ \t]*=[ \t]*html[45]?[ \t]*\}[ \t]*", re.IGNORECASE)
+# Pandoc's raw attribute naming HTML (`{=html}`, `{ =html5 }`): after a fence's opening
+# marker, a raw HTML block; right after a code span (`` `<!--`{=html} ``), raw inline HTML.
+# Pandoc allows no space between `=` and the format; one is read as raw all the same, the
+# side that hides.
+_RAW_HTML_ATTRIBUTE = re.compile(r"\{[ \t]*=[ \t]*html[45]?[ \t]*\}", re.IGNORECASE)
+_RAW_HTML_INFO = re.compile(rf"[ \t]*{_RAW_HTML_ATTRIBUTE.pattern}[ \t]*", re.IGNORECASE)
+
+
+def _fence_content(text: str) -> str:
+    """A fence's `text` cut short (at a heading element of its raw HTML) as its lines: what
+    is left of a line cut in the middle ends with it, as every line of a fence does."""
+    return text if not text or text.endswith("\n") else text + "\n"
+
+
+def _raw_html_spans(content: str, code: Sequence[tuple[int, int]]) -> list[tuple[int, int]]:
+    """The code spans of `content` that Pandoc writes as raw HTML: those its raw attribute
+    naming HTML follows."""
+    return [span for span in code if _RAW_HTML_ATTRIBUTE.match(content, span[1])]
 
 
 def _public_info(info: str) -> str:
