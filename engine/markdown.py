@@ -35,7 +35,7 @@ from engine.mdformat_speedups import install as install_mdformat_speedups
 
 # Stored with every rendering (engine/renderings.py): a higher version than a row's means
 # its stored output may hold text this renderer removes, so it is rendered again.
-RENDERER_VERSION = "14"
+RENDERER_VERSION = "15"
 
 # mdformat output is not always a fixed point of mdformat at once (raw HTML left behind
 # by a removed comment may read as Markdown the second time); a few more passes settle it.
