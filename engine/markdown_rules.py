@@ -1239,6 +1239,7 @@ class _Stripper:
             # markdown-it, a div holding a GM heading to Pandoc and markdown-it-container).
             line = gm_heading_line(f"{kept}\n{parent.markup * 3}")
             after = self._parsed_gm_text_after_container_line(kept) if line is None else None
+            after = self._gm_line_after_pandoc_rows(kept, parent.markup * 3) if after is None else after
             line = (after, int(parent.tag[1:])) if after is not None else line
         in_paragraph = parent is not None and parent.type == "paragraph_open"
         underline = self._lazy_underline_after(token) if in_paragraph and line is None else None
@@ -1252,6 +1253,7 @@ class _Stripper:
                 # Named once parsed, as Pandoc reads a heading's text (`> \[GM\] x`, `> GM&#58;`).
                 line = (0, level)
             after = self._parsed_gm_text_after_container_line(kept) if line is None else None
+            after = self._gm_line_after_pandoc_rows(kept, underline) if line is None and after is None else after
             line = (after, level) if after is not None else line
         if in_paragraph and line is None and ("=" in kept or "-" in kept):
             line = self._parsed_gm_text_over_underline(kept, ("===",))
@@ -1452,6 +1454,25 @@ class _Stripper:
                 in_definition = False
             offset += len(line) + 1
         return None
+
+    def _gm_line_after_pandoc_rows(self, text: str, underline: str) -> int | None:
+        """The offset of the last line of a paragraph's `text` over `underline` when that
+        line alone names GM and the line above it may end a Pandoc block that needs no
+        blank line after it, None otherwise: a pipe table's header or separator row
+        (`| a | b |`, `|---+---|`, or a separator of fewer cells than the header: no GFM
+        table), a grid table's border (`+---+`) or a line block's line (`| a`). Those
+        blocks end at the first line that is none of their rows, and Pandoc reads that
+        line as a block of its own, a setext heading over an underline (`GM`, `===`);
+        to markdown-it all the lines are one paragraph, the heading `| a GM`."""
+        above, newline, last = text.rpartition("\n")
+        if not newline or _pipeless(last) is None:
+            return None
+        previous = above.rpartition("\n")[2].lstrip(" \t")
+        if "|" not in previous and not previous.startswith("+"):
+            return None
+        if gm_heading_line(f"{last}\n{underline}") is None and not self._is_gm_heading(last):
+            return None
+        return len(above) + 1
 
     def _definition_as_gm_heading(self, token: Token) -> int | None:
         """The level of the GM heading a link reference definition's first line is to
