@@ -1258,7 +1258,7 @@ class _Stripper:
         if in_paragraph and line is None and ("=" in kept or "-" in kept):
             line = self._parsed_gm_text_over_underline(kept, ("===",))
         found = [line] if line is not None else []
-        judged = self._html_heading_to_judge(kept)
+        judged = self._html_heading_to_judge(kept, in_cell=in_cell)
         if judged is not None and judged[1]:
             found.append((judged[0].start, judged[0].level))
         if self.cut_level is not None:
@@ -1341,6 +1341,7 @@ class _Stripper:
                 self.parsed_inline[id(token)] = (token.content, children)
             else:
                 code = known
+            code = _code_no_reader_splits(token.content, code, in_cell=in_cell)
         rest_of_closing_line = self._rest_of_closing_line(token)
         result = self._scan(
             token.content,
@@ -1527,7 +1528,7 @@ class _Stripper:
         levels = [line[1]] if line is not None else []
         return levels + ([judged[0].level] if judged is not None and judged[1] else [])
 
-    def _html_heading_to_judge(self, text: str) -> tuple[HtmlHeading, bool | None] | None:
+    def _html_heading_to_judge(self, text: str, *, in_cell: bool = False) -> tuple[HtmlHeading, bool | None] | None:
         """The first heading element in inline Markdown `text` that names a GM section
         (`<h2>GM notes</h2>`: True) or is left open with no text after it (None), with
         that verdict; None when there is none. One inside a code span (but Pandoc's raw
@@ -1537,14 +1538,15 @@ class _Stripper:
         candidates = [(heading, verdict) for heading, verdict in judged_html_headings(text) if verdict is not False]
         if candidates and "`" in text:
             # Opened "before the text" (-1): a heading element is text anywhere in a code span.
-            in_code = self._code_to_every_reader(text)
+            in_code = self._code_to_every_reader(text, in_cell=in_cell)
             candidates = [(heading, verdict) for heading, verdict in candidates if not in_code(heading.start, -1)]
         return next(((heading, verdict) for heading, verdict in candidates if not escaped(text, heading.start)), None)
 
-    def _code_to_every_reader(self, text: str) -> InertTest:
+    def _code_to_every_reader(self, text: str, *, in_cell: bool = False) -> InertTest:
         """Where inline Markdown `text` is code to every reader: in a code span, but for
         those Pandoc writes as raw HTML (`` `<h2>GM</h2>`{=html} ``: a heading there)."""
         code = _parse_inline(self.state.md, text, self.block_references)[1]
+        code = _code_no_reader_splits(text, code, in_cell=in_cell)
         raw = set(_raw_html_spans(text, code))
         return spans_test([span for span in code if span not in raw])
 
@@ -1599,6 +1601,33 @@ def _public_info(info: str) -> str:
 def _opened_before(at: int, opened_at: int) -> bool:
     """In dropped text, whatever opened before it (in an earlier text)."""
     return opened_at < 0
+
+
+# A GFM table's delimiter row (`|---|:-:|`, `--|--`).
+_DELIMITER_ROW = re.compile(r"^[ \t]*(?:\|[ \t]*)?:?-+:?(?:[ \t]*\|[ \t]*:?-+:?)*(?:[ \t]*\|)?[ \t]*$", re.M)
+# A pipe and the run of backslashes right before it (the run read from its start).
+_PIPE_AFTER_BACKSLASHES = re.compile(r"(?<!\\)(\\*)\|")
+
+
+def _code_no_reader_splits(text: str, code: list[tuple[int, int]], *, in_cell: bool) -> list[tuple[int, int]]:
+    r"""The code spans of inline `text` that no reader splits into table cells. GFM
+    readers split a row into cells before reading code spans, and differ on `\\|`:
+    markdown-it reads an escaped pipe (a cell's text `\|`), Pandoc's commonmark and gfm
+    readers an escaped backslash and a separator (`| `x \\| <!-- y --> z` |` is a code
+    span to markdown-it, a comment in the second cell to them). So in a cell a pipe after
+    an odd run of backslashes may end the cell; in a paragraph over a delimiter row (no
+    table to markdown-it, whose header row counts fewer cells: `| a \\| b |`, `|---|---|`)
+    any pipe after an even run may."""
+    if not code or "|" not in text or not (in_cell or _DELIMITER_ROW.search(text)):
+        return code
+    odd = 1 if in_cell else 0
+    splits = [match.end() - 1 for match in _PIPE_AFTER_BACKSLASHES.finditer(text) if len(match.group(1)) % 2 == odd]
+    return [(start, end) for start, end in code if not _any_between(splits, start, end)]
+
+
+def _any_between(sorted_positions: list[int], start: int, end: int) -> bool:
+    index = bisect_right(sorted_positions, start - 1)
+    return index < len(sorted_positions) and sorted_positions[index] < end
 
 
 def _inert_test(text: str, *, raw_html: bool) -> InertTest:
