@@ -1466,10 +1466,7 @@ class _Stripper:
         line as a block of its own, a setext heading over an underline (`GM`, `===`);
         to markdown-it all the lines are one paragraph, the heading `| a GM`."""
         above, newline, last = text.rpartition("\n")
-        if not newline or _pipeless(last) is None:
-            return None
-        previous = above.rpartition("\n")[2].lstrip(" \t")
-        if "|" not in previous and not previous.startswith("+"):
+        if not newline or _pipeless(last) is None or not _may_end_pandoc_rows(above.split("\n")):
             return None
         if gm_heading_line(f"{last}\n{underline}") is None and not self._is_gm_heading(last):
             return None
@@ -1727,6 +1724,20 @@ def _pipeless(line: str) -> bool | None:
     if "|" in outside and not any(start in outside for start in _ROW_CHUNK_STARTS):
         return None
     return False
+
+
+# A Pandoc pipe table's separator row, whose cells a `+` may join too (`|---+:-:|`).
+_PANDOC_SEPARATOR_ROW = re.compile(r"[ \t]*(?:\|[ \t]*)?:?-+:?(?:[ \t]*[|+][ \t]*:?-+:?)*(?:[ \t]*\|)?[ \t]*")
+
+
+def _may_end_pandoc_rows(lines: list[str]) -> bool:
+    """Whether a paragraph's `lines` may end with the rows of a Pandoc block that the next
+    line ends: a grid table's border (`+---+`), a line block (`| a`, every line starting
+    with a pipe), or a pipe table's row under a separator row (`| a | b |`, `|---+---|`)."""
+    last = lines[-1].lstrip(" \t")
+    if last.startswith("+") or all(line.lstrip(" \t").startswith("|") for line in lines):
+        return True
+    return "|" in last and any("|" in line and _PANDOC_SEPARATOR_ROW.fullmatch(line) for line in lines)
 
 
 def _first_blank_line(text: str) -> int:
