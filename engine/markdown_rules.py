@@ -1239,6 +1239,7 @@ class _Stripper:
             # markdown-it, a div holding a GM heading to Pandoc and markdown-it-container).
             line = gm_heading_line(f"{kept}\n{parent.markup * 3}")
             after = self._parsed_gm_text_after_container_line(kept) if line is None else None
+            after = self._gm_line_after_pandoc_rows(kept, parent.markup * 3) if after is None else after
             line = (after, int(parent.tag[1:])) if after is not None else line
         in_paragraph = parent is not None and parent.type == "paragraph_open"
         underline = self._lazy_underline_after(token) if in_paragraph and line is None else None
@@ -1252,11 +1253,12 @@ class _Stripper:
                 # Named once parsed, as Pandoc reads a heading's text (`> \[GM\] x`, `> GM&#58;`).
                 line = (0, level)
             after = self._parsed_gm_text_after_container_line(kept) if line is None else None
+            after = self._gm_line_after_pandoc_rows(kept, underline) if line is None and after is None else after
             line = (after, level) if after is not None else line
         if in_paragraph and line is None and ("=" in kept or "-" in kept):
             line = self._parsed_gm_text_over_underline(kept, ("===",))
         found = [line] if line is not None else []
-        judged = self._html_heading_to_judge(kept)
+        judged = self._html_heading_to_judge(kept, in_cell=in_cell)
         if judged is not None and judged[1]:
             found.append((judged[0].start, judged[0].level))
         if self.cut_level is not None:
@@ -1339,6 +1341,7 @@ class _Stripper:
                 self.parsed_inline[id(token)] = (token.content, children)
             else:
                 code = known
+            code = _code_no_reader_splits(token.content, code, in_cell=in_cell)
         rest_of_closing_line = self._rest_of_closing_line(token)
         result = self._scan(
             token.content,
@@ -1453,6 +1456,22 @@ class _Stripper:
             offset += len(line) + 1
         return None
 
+    def _gm_line_after_pandoc_rows(self, text: str, underline: str) -> int | None:
+        """The offset of the last line of a paragraph's `text` over `underline` when that
+        line alone names GM and the line above it may end a Pandoc block that needs no
+        blank line after it, None otherwise: a pipe table's header or separator row
+        (`| a | b |`, `|---+---|`, or a separator of fewer cells than the header: no GFM
+        table), a grid table's border (`+---+`) or a line block's line (`| a`). Those
+        blocks end at the first line that is none of their rows, and Pandoc reads that
+        line as a block of its own, a setext heading over an underline (`GM`, `===`);
+        to markdown-it all the lines are one paragraph, the heading `| a GM`."""
+        above, newline, last = text.rpartition("\n")
+        if not newline or _pipeless(last) is None or not _may_end_pandoc_rows(above.split("\n")):
+            return None
+        if gm_heading_line(f"{last}\n{underline}") is None and not self._is_gm_heading(last):
+            return None
+        return len(above) + 1
+
     def _definition_as_gm_heading(self, token: Token) -> int | None:
         """The level of the GM heading a link reference definition's first line is to
         Pandoc when a run of dashes or equals signs follows it (`[GM]: /u`, `---`, in the
@@ -1506,7 +1525,7 @@ class _Stripper:
         levels = [line[1]] if line is not None else []
         return levels + ([judged[0].level] if judged is not None and judged[1] else [])
 
-    def _html_heading_to_judge(self, text: str) -> tuple[HtmlHeading, bool | None] | None:
+    def _html_heading_to_judge(self, text: str, *, in_cell: bool = False) -> tuple[HtmlHeading, bool | None] | None:
         """The first heading element in inline Markdown `text` that names a GM section
         (`<h2>GM notes</h2>`: True) or is left open with no text after it (None), with
         that verdict; None when there is none. One inside a code span (but Pandoc's raw
@@ -1516,14 +1535,15 @@ class _Stripper:
         candidates = [(heading, verdict) for heading, verdict in judged_html_headings(text) if verdict is not False]
         if candidates and "`" in text:
             # Opened "before the text" (-1): a heading element is text anywhere in a code span.
-            in_code = self._code_to_every_reader(text)
+            in_code = self._code_to_every_reader(text, in_cell=in_cell)
             candidates = [(heading, verdict) for heading, verdict in candidates if not in_code(heading.start, -1)]
         return next(((heading, verdict) for heading, verdict in candidates if not escaped(text, heading.start)), None)
 
-    def _code_to_every_reader(self, text: str) -> InertTest:
+    def _code_to_every_reader(self, text: str, *, in_cell: bool = False) -> InertTest:
         """Where inline Markdown `text` is code to every reader: in a code span, but for
         those Pandoc writes as raw HTML (`` `<h2>GM</h2>`{=html} ``: a heading there)."""
         code = _parse_inline(self.state.md, text, self.block_references)[1]
+        code = _code_no_reader_splits(text, code, in_cell=in_cell)
         raw = set(_raw_html_spans(text, code))
         return spans_test([span for span in code if span not in raw])
 
@@ -1578,6 +1598,33 @@ def _public_info(info: str) -> str:
 def _opened_before(at: int, opened_at: int) -> bool:
     """In dropped text, whatever opened before it (in an earlier text)."""
     return opened_at < 0
+
+
+# A GFM table's delimiter row (`|---|:-:|`, `--|--`).
+_DELIMITER_ROW = re.compile(r"^[ \t]*(?:\|[ \t]*)?:?-+:?(?:[ \t]*\|[ \t]*:?-+:?)*(?:[ \t]*\|)?[ \t]*$", re.M)
+# A pipe and the run of backslashes right before it (the run read from its start).
+_PIPE_AFTER_BACKSLASHES = re.compile(r"(?<!\\)(\\*)\|")
+
+
+def _code_no_reader_splits(text: str, code: list[tuple[int, int]], *, in_cell: bool) -> list[tuple[int, int]]:
+    r"""The code spans of inline `text` that no reader splits into table cells. GFM
+    readers split a row into cells before reading code spans, and differ on `\\|`:
+    markdown-it reads an escaped pipe (a cell's text `\|`), Pandoc's commonmark and gfm
+    readers an escaped backslash and a separator (`| `x \\| <!-- y --> z` |` is a code
+    span to markdown-it, a comment in the second cell to them). So in a cell a pipe after
+    an odd run of backslashes may end the cell; in a paragraph over a delimiter row (no
+    table to markdown-it, whose header row counts fewer cells: `| a \\| b |`, `|---|---|`)
+    any pipe after an even run may."""
+    if not code or "|" not in text or not (in_cell or _DELIMITER_ROW.search(text)):
+        return code
+    odd = 1 if in_cell else 0
+    splits = [match.end() - 1 for match in _PIPE_AFTER_BACKSLASHES.finditer(text) if len(match.group(1)) % 2 == odd]
+    return [(start, end) for start, end in code if not _any_between(splits, start, end)]
+
+
+def _any_between(sorted_positions: list[int], start: int, end: int) -> bool:
+    index = bisect_right(sorted_positions, start - 1)
+    return index < len(sorted_positions) and sorted_positions[index] < end
 
 
 def _inert_test(text: str, *, raw_html: bool) -> InertTest:
@@ -1677,6 +1724,20 @@ def _pipeless(line: str) -> bool | None:
     if "|" in outside and not any(start in outside for start in _ROW_CHUNK_STARTS):
         return None
     return False
+
+
+# A Pandoc pipe table's separator row, whose cells a `+` may join too (`|---+:-:|`).
+_PANDOC_SEPARATOR_ROW = re.compile(r"[ \t]*(?:\|[ \t]*)?:?-+:?(?:[ \t]*[|+][ \t]*:?-+:?)*(?:[ \t]*\|)?[ \t]*")
+
+
+def _may_end_pandoc_rows(lines: list[str]) -> bool:
+    """Whether a paragraph's `lines` may end with the rows of a Pandoc block that the next
+    line ends: a grid table's border (`+---+`), a line block (`| a`, every line starting
+    with a pipe), or a pipe table's row under a separator row (`| a | b |`, `|---+---|`)."""
+    last = lines[-1].lstrip(" \t")
+    if last.startswith("+") or all(line.lstrip(" \t").startswith("|") for line in lines):
+        return True
+    return "|" in last and any("|" in line and _PANDOC_SEPARATOR_ROW.fullmatch(line) for line in lines)
 
 
 def _first_blank_line(text: str) -> int:
