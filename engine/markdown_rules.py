@@ -60,7 +60,7 @@ from engine.markdown_headings import (
     text_before_heading_tag,
 )
 from engine.markdown_inert import InertTest, inert_spans, spans_test
-from engine.markdown_pandoc_paragraphs import PandocParagraphs
+from engine.markdown_pandoc_headings import PandocParagraphs, heading_indent_plugin
 from engine.markdown_regions import (
     Frame,
     FrameKind,
@@ -130,6 +130,7 @@ def gm_stripping_plugin(md: MarkdownIt) -> None:
     md.block.ruler.before(first_rule, "gm_container", _container_rule, {"alt": _INTERRUPTS})
     md.block.ruler.before(first_rule, "gm_section", _section_rule, {"alt": _INTERRUPTS})
     md.inline.ruler.at("backticks", _recording_backtick)
+    heading_indent_plugin(md)
     md.core.ruler.after("block", "gm_strip", _strip_rule)
     md.core.ruler.at("inline", _inline_rule)
 
@@ -740,6 +741,13 @@ class _Stripper:
                 return None
         return None
 
+    def _pipeless_row_in(self, table_lines: list[int]) -> bool:
+        """Whether the body of the table on `table_lines` holds a row that may have no
+        pipe to Pandoc: its pipe table ends there, and the lines from it on are a
+        paragraph's."""
+        start, end = table_lines
+        return any(_pipeless(line) is not None for line in self.source_lines[start + 2 : end])
+
     def _ends_cut_from_footnote(self, token: Token) -> bool:
         """Whether a heading may end the cut as far as footnotes go: one in a GM footnote's
         text ends only a cut started in the same footnote."""
@@ -803,6 +811,8 @@ class _Stripper:
             self.opened_before_table = len(self.stack)
             self.cells_read_as_lines = False
             self.gm_row = self._gm_heading_row(token)
+            if self.cut_level is not None and token.map is not None and self._pipeless_row_in(token.map):
+                self.pandoc_paragraphs.paragraph_ends_at(token.map[1])
         if (
             token.type == "tr_open"
             and self.gm_row is not None
@@ -960,7 +970,7 @@ class _Stripper:
         """Whether a heading comes right after a line of a footnote's text (`[^1]: x`,
         `# Pub`): markdown-it reads no block there, so `PandocParagraphs` cannot tell,
         but Pandoc's footnote paragraph takes the heading's line lazily."""
-        if token.map is None or token.map[0] == 0 or "[^" not in self.state.src:
+        if token.map is None or token.map[0] == 0:
             return False
         above = token.map[0] - 1
         return above in self._footnote_definition_lines() and bool(self.source_lines[above].strip())
