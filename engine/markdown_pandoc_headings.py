@@ -44,8 +44,9 @@ class PandocParagraphs:
         self._goes_on_at = -1
 
     def paragraph_ends_at(self, end: int) -> None:
-        """Pandoc reads a paragraph up to line `end` (a table's rows from the first without
-        a pipe, which ends Pandoc's pipe table)."""
+        """Pandoc reads a paragraph up to line `end` where markdown-it reads another block
+        (a table's rows from the first without a pipe, which ends Pandoc's pipe table; a
+        Pandoc list item's later paragraph, indented code to markdown-it)."""
         self._goes_on_at = end
 
     def heading_is_text(self, token: Token, previous: Token | None) -> bool:

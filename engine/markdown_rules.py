@@ -807,6 +807,11 @@ class _Stripper:
                 left_open = [frame for frame in left_open if frame.kind is not FrameKind.HTML_COMMENT]
             self.stack.extend(map(self._at_depth, left_open))
             return False
+        if token.type == "code_block" and self.cut_level is not None and self._after_pandoc_item(token):
+            # A later paragraph of a Pandoc-only list item or definition (`a) x`, blank
+            # line, `    y`): a heading line right after it is that paragraph's text there.
+            assert token.map is not None
+            self.pandoc_paragraphs.paragraph_ends_at(token.map[1])
         if token.type == "table_open":
             self.opened_before_table = len(self.stack)
             self.cells_read_as_lines = False
