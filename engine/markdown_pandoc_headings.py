@@ -43,10 +43,13 @@ class PandocParagraphs:
         # The line a paragraph Pandoc is reading would go on at, -1 when none.
         self._goes_on_at = -1
 
+    def goes_on_at(self, line: int) -> bool:
+        """Whether a paragraph Pandoc is reading goes on at `line` (unless it is blank)."""
+        return line == self._goes_on_at
+
     def paragraph_ends_at(self, end: int) -> None:
         """Pandoc reads a paragraph up to line `end` where markdown-it reads another block
-        (a table's rows from the first without a pipe, which ends Pandoc's pipe table; a
-        Pandoc list item's later paragraph, indented code to markdown-it)."""
+        (-1: the block read last ends where Pandoc starts a new one)."""
         self._goes_on_at = end
 
     def heading_is_text(self, token: Token, previous: Token | None) -> bool:
@@ -56,7 +59,7 @@ class PandocParagraphs:
         if token.map is None or token.type in _TABLE_PARTS or token.type == "inline":
             return False
         start, end = token.map
-        goes_on = start == self._goes_on_at
+        goes_on = self.goes_on_at(start)
         if token.type in _CONTAINERS:
             if token.type == "list_item_open" and previous is not None and previous.type == "list_item_close":
                 # A list's next item (`- a`, `- # Pub`): its text starts a block to Pandoc.

@@ -741,6 +741,41 @@ class _Stripper:
                 return None
         return None
 
+    def _follow_pandoc_paragraphs(self, token: Token, previous: Token | None) -> bool:
+        """Follow Pandoc's paragraphs over block `token`; whether it is a heading Pandoc
+        reads as paragraph text. Where markdown-it and Pandoc read other blocks, they are
+        told apart only in a cut, where a heading may end it."""
+        paragraphs = self.pandoc_paragraphs
+        starts_block = token.map is not None and not paragraphs.goes_on_at(token.map[0])
+        in_text = paragraphs.heading_is_text(token, previous)
+        if self.cut_level is None or token.map is None:
+            return in_text
+        if (token.type == "code_block" and self._after_pandoc_item(token)) or (
+            token.type == "table_open" and self._pipeless_row_in(token.map)
+        ):
+            # A later paragraph of a Pandoc-only list item or definition (`a) x`, blank
+            # line, `    y`: indented code to markdown-it), or a table's rows from one
+            # without a pipe (Pandoc's pipe table ends there): a paragraph to Pandoc.
+            paragraphs.paragraph_ends_at(token.map[1])
+        elif token.type == "paragraph_open" and starts_block and self._is_pandoc_div(token.map):
+            # `::: note`, `x`, `:::`: one paragraph to markdown-it, a div to Pandoc, whose
+            # closing line ends it; a heading line right after starts a block there.
+            paragraphs.paragraph_ends_at(-1)
+        return in_text
+
+    def _is_pandoc_div(self, paragraph_lines: list[int]) -> bool:
+        """Whether a paragraph's lines are Pandoc divs whole: from an opening `:::` line to
+        the closing line that ends it, with no text outside them."""
+        start, end = paragraph_lines
+        depth = 0
+        for line in self.source_lines[start:end]:
+            marker = container_line(without_container_prefix(line))
+            if marker is None and not depth:
+                return False
+            if marker is not None:
+                depth += -1 if marker[1] else 1
+        return not depth
+
     def _pipeless_row_in(self, table_lines: list[int]) -> bool:
         """Whether the body of the table on `table_lines` holds a row that may have no
         pipe to Pandoc: its pipe table ends there, and the lines from it on are a
@@ -780,7 +815,7 @@ class _Stripper:
 
     def _keep(self, token: Token, previous: Token | None) -> bool:
         hidden = self._hidden
-        in_pandoc_text = self.pandoc_paragraphs.heading_is_text(token, previous)
+        in_pandoc_text = self._follow_pandoc_paragraphs(token, previous)
         if token.type in _CONTAINERS_OPENING:
             self.depth += 1
         elif token.type in _CONTAINERS_CLOSING:
@@ -807,17 +842,10 @@ class _Stripper:
                 left_open = [frame for frame in left_open if frame.kind is not FrameKind.HTML_COMMENT]
             self.stack.extend(map(self._at_depth, left_open))
             return False
-        if token.type == "code_block" and self.cut_level is not None and self._after_pandoc_item(token):
-            # A later paragraph of a Pandoc-only list item or definition (`a) x`, blank
-            # line, `    y`): a heading line right after it is that paragraph's text there.
-            assert token.map is not None
-            self.pandoc_paragraphs.paragraph_ends_at(token.map[1])
         if token.type == "table_open":
             self.opened_before_table = len(self.stack)
             self.cells_read_as_lines = False
             self.gm_row = self._gm_heading_row(token)
-            if self.cut_level is not None and token.map is not None and self._pipeless_row_in(token.map):
-                self.pandoc_paragraphs.paragraph_ends_at(token.map[1])
         if (
             token.type == "tr_open"
             and self.gm_row is not None
