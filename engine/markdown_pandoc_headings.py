@@ -7,26 +7,12 @@ footnote's paragraph (`> x`, `# Pub`). Its paragraph also runs on over lines Com
 reads as blocks interrupting it (a `~~~` fence, a thematic break, an HTML comment, a quote,
 a list, a table), but not over a backtick fence. CommonMark readers (markdown-it, Obsidian,
 Pandoc's `commonmark_x`) see a heading at all those places; a GM section must not end
-where one reader still reads it on. Nor does Pandoc see a heading whose `#` line, or
-setext underline, is indented past the text around it (` # Pub`; `Pub`, then `  ===`;
-`>  # Pub`), where CommonMark allows three columns.
+where one reader still reads it on.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable
-from functools import partial
-
-from markdown_it import MarkdownIt
-from markdown_it.rules_block import StateBlock, heading, lheading
 from markdown_it.token import Token
-
-# `heading_open.meta` key: columns its `#` line or underline is indented past the text of
-# the quotes and list items it is in (markdown-it's `sCount - blkIndent` on that line).
-_INDENT = "gm_marker_indent"
-# markdown-it's chains of rules that may end a paragraph, a definition, a quote or a list.
-_CHAINS = ("paragraph", "reference", "blockquote", "list")
-_BlockRule = Callable[[StateBlock, int, int, bool], bool]
 
 # Blocks whose first line is the start of a list item's or a quote's text: a block starting
 # on the same line decides whether that line goes on with a paragraph.
@@ -54,8 +40,7 @@ class PandocParagraphs:
 
     def heading_is_text(self, token: Token, previous: Token | None) -> bool:
         """Read block `token` (any token; those without a line map change nothing) and
-        tell whether it is a heading that Pandoc reads as paragraph text (its tokens read
-        by a parser with `heading_indent_plugin`)."""
+        tell whether it is a heading that Pandoc reads as paragraph text."""
         if token.map is None or token.type in _TABLE_PARTS or token.type == "inline":
             return False
         start, end = token.map
@@ -72,25 +57,6 @@ class PandocParagraphs:
             # A backtick fence interrupts Pandoc's paragraph; a block starts after it.
             self._goes_on_at = -1
             return False
-        is_text = goes_on or (token.type == "heading_open" and token.meta.get(_INDENT, 0) != 0)
-        self._goes_on_at = end if is_text else -1
-        return is_text and token.type == "heading_open"
+        self._goes_on_at = end if goes_on else -1
+        return goes_on and token.type == "heading_open"
 
-
-def heading_indent_plugin(md: MarkdownIt) -> None:
-    """Record on each Markdown heading how far its `#` line or underline is indented."""
-    for name, rule in (("heading", heading), ("lheading", lheading)):
-        chains = [chain for chain in _CHAINS if rule in md.block.ruler.getRules(chain)]
-        md.block.ruler.at(name, partial(_recording_indent, rule), {"alt": chains})
-
-
-def _recording_indent(rule: _BlockRule, state: StateBlock, start_line: int, end_line: int, silent: bool) -> bool:
-    first_token = len(state.tokens)
-    if not rule(state, start_line, end_line, silent):
-        return False
-    if not silent:
-        # Read while the quotes' markers are off the lines: the rule ended past the
-        # heading's last line, its `#` line or its underline.
-        marker_line = state.line - 1
-        state.tokens[first_token].meta[_INDENT] = state.sCount[marker_line] - state.blkIndent
-    return True

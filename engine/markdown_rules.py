@@ -60,7 +60,7 @@ from engine.markdown_headings import (
     text_before_heading_tag,
 )
 from engine.markdown_inert import InertTest, inert_spans, spans_test
-from engine.markdown_pandoc_headings import PandocParagraphs, heading_indent_plugin
+from engine.markdown_pandoc_headings import PandocParagraphs
 from engine.markdown_regions import (
     Frame,
     FrameKind,
@@ -130,7 +130,6 @@ def gm_stripping_plugin(md: MarkdownIt) -> None:
     md.block.ruler.before(first_rule, "gm_container", _container_rule, {"alt": _INTERRUPTS})
     md.block.ruler.before(first_rule, "gm_section", _section_rule, {"alt": _INTERRUPTS})
     md.inline.ruler.at("backticks", _recording_backtick)
-    heading_indent_plugin(md)
     md.core.ruler.after("block", "gm_strip", _strip_rule)
     md.core.ruler.at("inline", _inline_rule)
 
