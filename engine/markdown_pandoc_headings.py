@@ -59,4 +59,3 @@ class PandocParagraphs:
             return False
         self._goes_on_at = end if goes_on else -1
         return goes_on and token.type == "heading_open"
-
