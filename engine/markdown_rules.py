@@ -60,6 +60,7 @@ from engine.markdown_headings import (
     text_before_heading_tag,
 )
 from engine.markdown_inert import InertTest, inert_spans, spans_test
+from engine.markdown_pandoc_headings import PandocParagraphs
 from engine.markdown_regions import (
     Frame,
     FrameKind,
@@ -617,6 +618,12 @@ class _Stripper:
         self.gm_row: tuple[int, int] | None = None
         # Level of the GM heading whose section is being cut, if any.
         self._cut_level: int | None = None
+        # Where Pandoc reads a heading as paragraph text (`x`, `# Pub`); whether the heading
+        # being read is such text, and whether Pandoc sees a GM heading of the cut (not
+        # when its only GM heading is such text to Pandoc: no section there to go on).
+        self.pandoc_paragraphs = PandocParagraphs()
+        self.heading_in_pandoc_text = False
+        self.cut_seen_by_pandoc = True
         # The block being read, and the GM footnote the cut started in (None: the document).
         self.token_map: list[int] | None = None
         self.cut_footnote: int | None = None
@@ -693,6 +700,7 @@ class _Stripper:
             self.elements_in_cut = _OpenElements()
         if self._cut_level is None and level is not None:
             self.cut_footnote = footnote_of(self.state.env, self.token_map)
+            self.cut_seen_by_pandoc = True
         self._cut_level = level
 
     def _gm_heading_row(self, table: Token) -> tuple[int, int] | None:
@@ -732,6 +740,48 @@ class _Stripper:
                 return None
         return None
 
+    def _follow_pandoc_paragraphs(self, token: Token, previous: Token | None) -> bool:
+        """Follow Pandoc's paragraphs over block `token`; whether it is a heading Pandoc
+        reads as paragraph text. Where markdown-it and Pandoc read other blocks, they are
+        told apart only in a cut, where a heading may end it."""
+        paragraphs = self.pandoc_paragraphs
+        starts_block = token.map is not None and not paragraphs.goes_on_at(token.map[0])
+        in_text = paragraphs.heading_is_text(token, previous)
+        if self.cut_level is None or token.map is None:
+            return in_text
+        if (token.type == "code_block" and self._after_pandoc_item(token)) or (
+            token.type == "table_open" and self._pipeless_row_in(token.map)
+        ):
+            # A later paragraph of a Pandoc-only list item or definition (`a) x`, blank
+            # line, `    y`: indented code to markdown-it), or a table's rows from one
+            # without a pipe (Pandoc's pipe table ends there): a paragraph to Pandoc.
+            paragraphs.paragraph_ends_at(token.map[1])
+        elif token.type == "paragraph_open" and starts_block and self._is_pandoc_div(token.map):
+            # `::: note`, `x`, `:::`: one paragraph to markdown-it, a div to Pandoc, whose
+            # closing line ends it; a heading line right after starts a block there.
+            paragraphs.paragraph_ends_at(-1)
+        return in_text
+
+    def _is_pandoc_div(self, paragraph_lines: list[int]) -> bool:
+        """Whether a paragraph's lines are Pandoc divs whole: from an opening `:::` line to
+        the closing line that ends it, with no text outside them."""
+        start, end = paragraph_lines
+        depth = 0
+        for line in self.source_lines[start:end]:
+            marker = container_line(without_container_prefix(line))
+            if marker is None and not depth:
+                return False
+            if marker is not None:
+                depth += -1 if marker[1] else 1
+        return not depth
+
+    def _pipeless_row_in(self, table_lines: list[int]) -> bool:
+        """Whether the body of the table on `table_lines` holds a row that may have no
+        pipe to Pandoc: its pipe table ends there, and the lines from it on are a
+        paragraph's."""
+        start, end = table_lines
+        return any(_pipeless(line) is not None for line in self.source_lines[start + 2 : end])
+
     def _ends_cut_from_footnote(self, token: Token) -> bool:
         """Whether a heading may end the cut as far as footnotes go: one in a GM footnote's
         text ends only a cut started in the same footnote."""
@@ -764,6 +814,7 @@ class _Stripper:
 
     def _keep(self, token: Token, previous: Token | None) -> bool:
         hidden = self._hidden
+        in_pandoc_text = self._follow_pandoc_paragraphs(token, previous)
         if token.type in _CONTAINERS_OPENING:
             self.depth += 1
         elif token.type in _CONTAINERS_CLOSING:
@@ -806,9 +857,12 @@ class _Stripper:
             return False
         if token.type == "heading_open":
             level = int(token.tag[1:])
+            self.heading_in_pandoc_text = in_pandoc_text or self._after_footnote_line(token)
             # A heading ends the cut only if it is really there, not inside a comment or
-            # in an attribute value or raw text opened before it.
+            # in an attribute value or raw text opened before it, and every reader sees it:
+            # Pandoc reads the GM section on over one it reads as paragraph text.
             ends_cut = self.cut_level is not None and not self.stack and level <= self.cut_level
+            ends_cut = ends_cut and not (self.heading_in_pandoc_text and self.cut_seen_by_pandoc)
             # A heading in a footnote's text (`[^1]: # Pub`) is not in the document's flow.
             ends_cut = ends_cut and self._ends_cut_from_footnote(token)
             if ends_cut and token.markup in ("=", "-") and token.map is not None:
@@ -919,9 +973,8 @@ class _Stripper:
         markdown-it, as Pandoc reads it)."""
         if token.map is None or not (raw_html or (self.stack and self.stack[-1].raw)):
             return ()
-        if self.footnote_lines is None:
-            self.footnote_lines = footnote_definition_lines(self.state.src) if "[^" in self.state.src else frozenset()
-        if not self.footnote_lines and "[^" not in text:
+        footnote_lines = self._footnote_definition_lines()
+        if not footnote_lines and "[^" not in text:
             return ()
         first, last = token.map
         spans: list[tuple[int, int]] = []
@@ -932,13 +985,27 @@ class _Stripper:
             if not raw_html and FOOTNOTE_LABEL.match(without_container_prefix(source).lstrip(" \t")):
                 spans.append((start, len(text) + 1))  # the definition runs to the block's end
                 break
-            if first + index in self.footnote_lines:
+            if first + index in footnote_lines:
                 if spans and spans[-1][1] == start:
                     spans[-1] = (spans[-1][0], end)  # one span a run of lines: few to search
                 else:
                     spans.append((start, end))
             start = end
         return tuple(spans)
+
+    def _footnote_definition_lines(self) -> frozenset[int]:
+        if self.footnote_lines is None:
+            self.footnote_lines = footnote_definition_lines(self.state.src) if "[^" in self.state.src else frozenset()
+        return self.footnote_lines
+
+    def _after_footnote_line(self, token: Token) -> bool:
+        """Whether a heading comes right after a line of a footnote's text (`[^1]: x`,
+        `# Pub`): markdown-it reads no block there, so `PandocParagraphs` cannot tell,
+        but Pandoc's footnote paragraph takes the heading's line lazily."""
+        if token.map is None or token.map[0] == 0:
+            return False
+        above = token.map[0] - 1
+        return above in self._footnote_definition_lines() and bool(self.source_lines[above].strip())
 
     def _rest_of_closing_line(self, token: Token) -> bool:
         """Whether a block starts with the text after a secret section's `</section>`, on
@@ -1000,9 +1067,12 @@ class _Stripper:
             self.elements_in_cut.follow(_tags_between(nesting, passed, position, len(html))[0], self.depth)
         token.content = "".join(kept)
 
-    def _cut_from(self, level: int) -> None:
-        """A GM heading of `level`: its section starts, or widens the one being cut."""
+    def _cut_from(self, level: int, *, seen_by_pandoc: bool = True) -> None:
+        """A GM heading of `level`: its section starts, or widens the one being cut.
+        `seen_by_pandoc` is False for a Markdown heading Pandoc reads as paragraph text."""
+        starts = self.cut_level is None
         self.cut_level = level if self.cut_level is None else min(self.cut_level, level)
+        self.cut_seen_by_pandoc = seen_by_pandoc or (not starts and self.cut_seen_by_pandoc)
         self.open_heading = None
 
     def _cut_at_gm_heading_line(self, token: Token) -> None:
@@ -1226,7 +1296,7 @@ class _Stripper:
                 self.cut_level = None
         self._continue_open_heading(kept)
         if is_heading and parent is not None and self._is_gm_heading(kept):
-            self._cut_from(int(parent.tag[1:]))
+            self._cut_from(int(parent.tag[1:]), seen_by_pandoc=not self.heading_in_pandoc_text)
         # A GM heading markdown-it reads as the text of a paragraph, a setext heading or a
         # cell starts its section where it stands: `##` and a no-break space, or the
         # fullwidth forms of `## GM`, on any line (a heading to the author); and so does an

@@ -232,6 +232,19 @@ class TestGmHeadings:
                 "Public\n\n## Next\n\nAfter\n",
             ),
             ("gm-heading-in-code", "```\n## GM\n```\n\nPublic", "```\n## GM\n```\n\nPublic\n"),
+            (
+                # Pandoc reads both headings as paragraph text: it sees no GM section, so
+                # `# Next` ends the one markdown-it sees.
+                "after-a-gm-heading-pandoc-reads-as-text",
+                "Intro\n## GM\nCANARY\n# Next\nAfter",
+                "Intro\n\n# Next\n\nAfter\n",
+            ),
+            (
+                # A Pandoc div's closing line ends its block: `# Next` is a heading there too.
+                "right-after-a-pandoc-div",
+                "## GM\n\nCANARY\n\n::: note\nCANARY2\n:::\n# Next\n\nAfter",
+                "# Next\n\nAfter\n",
+            ),
         ),
     )
     def test_kept(self, raw: str, expected: str) -> None:
