@@ -254,8 +254,10 @@ class BacktickRuns:
 
     def marks_outside_code(self, mark: str, start: int, end: int) -> int | None:
         """How many `mark` stand in start..end outside the code spans of runs opened there,
-        None when one stands after a run that opens a span running on past `end` or that
-        readers may pair otherwise (`_paired_alike`)."""
+        None when one stands after a run that opens a span running on past `end`, or
+        between a run that readers may pair otherwise (`_paired_alike`) and the text's
+        last run (a reader may pair it with any later one: those after every run are in
+        no span)."""
         count = 0
         position = start
         while True:
@@ -264,8 +266,12 @@ class BacktickRuns:
             if run is None:
                 return count
             closed_at = self.closer(run.start(), len(run.group()))
-            if (closed_at is not None and closed_at >= end) or not self._paired_alike(run.start(), closed_at):
+            if closed_at is not None and closed_at >= end:
                 return None if self._text.find(mark, run.end(), end) >= 0 else count
+            if not self._paired_alike(run.start(), closed_at):
+                if self._text.find(mark, run.end(), min(self._all[-1], end)) >= 0:
+                    return None
+                return count + self._text.count(mark, run.end(), end)
             position = run.end() if closed_at is None else closed_at + len(run.group())
 
     def _paired_alike(self, opened_at: int, closed_at: int | None) -> bool:
