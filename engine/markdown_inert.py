@@ -283,13 +283,9 @@ class BacktickRuns:
         `>` line, a heading line, a list item's or a cell's end may end for the reader
         that knows those blocks."""
         if closed_at is None:
-            return not self._escaped_run_in(opened_at, self._paragraph_end(opened_at))
-        return self.on_one_line(opened_at, closed_at) and not self._escaped_run_in(opened_at, closed_at + 1)
+            return not any_in(self._escaped, opened_at, self._paragraph_end(opened_at))
+        return self.on_one_line(opened_at, closed_at) and not any_in(self._escaped, opened_at, closed_at + 1)
 
-    def _escaped_run_in(self, start: int, end: int) -> bool:
-        """Whether a run after an escaping backslash starts in start..end."""
-        following = bisect_left(self._escaped, start)
-        return following < len(self._escaped) and self._escaped[following] < end
 
     def _paragraph_end(self, position: int) -> int:
         """Where the blank line after `position` starts (the text's end if none)."""
@@ -299,8 +295,7 @@ class BacktickRuns:
     def skipped(self, after: int, before: int) -> bool:
         """Whether a backtick run starts in after..before (one the pass went over)."""
         self._read_runs()
-        following = bisect_left(self._all, after)
-        return following < len(self._all) and self._all[following] < before
+        return any_in(self._all, after, before)
 
     def on_one_line(self, opened_at: int, closed_at: int) -> bool:
         """Whether no line or table cell ends between a code span's runs."""
@@ -366,6 +361,12 @@ class _MarkdownEndTags:
 
 
 _BACKTICK_RUN = re.compile(r"`+")
+
+
+def any_in(sorted_positions: Sequence[int], start: int, end: int) -> bool:
+    """Whether one of `sorted_positions` is in start..end."""
+    following = bisect_left(sorted_positions, start)
+    return following < len(sorted_positions) and sorted_positions[following] < end
 
 
 def _after_escaping_backslash(text: str, position: int) -> bool:

@@ -534,9 +534,9 @@ class _Scanner:
             self.region_start = start
         position = start
         while position < len(text):
-            span_end = self._code_end(position)
-            if span_end is not None and not self._in_raw_code(position):
-                position = span_end
+            code_end, _ = self._code_at(position)
+            if code_end is not None:
+                position = code_end
                 continue
             if self._at_line_start(position):
                 after_line = self._line(position)
@@ -579,6 +579,13 @@ class _Scanner:
             if start <= position < end:
                 return end
         return None
+
+    def _code_at(self, position: int) -> tuple[int | None, bool]:
+        """Where the code span holding `position` ends, None when there is none or it is
+        one Pandoc writes as raw HTML; and whether it is such a one (HTML to Pandoc)."""
+        span_end = self._code_end(position)
+        raw = span_end is not None and self._in_raw_code(position)
+        return (None if raw else span_end), raw
 
     def _in_raw_code(self, position: int) -> bool:
         """Whether `position` is in a code span Pandoc writes as raw HTML."""
@@ -966,10 +973,9 @@ class _Scanner:
         line_end = self._line_end(position)
         for match in _TOP_LEVEL_OPENERS.finditer(self.text, position, line_end):
             start = match.start()
-            span_end = self._code_end(start)
-            raw_code = span_end is not None and self._in_raw_code(start)
-            if span_end is not None and not raw_code:
-                return span_end
+            code_end, raw_code = self._code_at(start)
+            if code_end is not None:
+                return code_end
             if match.group() == "%%":
                 if raw_code:
                     continue  # code to Obsidian, text to Pandoc
@@ -1151,10 +1157,9 @@ class _Scanner:
         limit = self._line_end(position) if self.options.fences else len(self.text)
         for match in _SECTION_EVENTS.finditer(self.text, position, limit):
             start = match.start()
-            span_end = self._code_end(start)
-            raw_code = span_end is not None and self._in_raw_code(start)
-            if span_end is not None and not raw_code:
-                return span_end
+            code_end, raw_code = self._code_at(start)
+            if code_end is not None:
+                return code_end
             event = match.group().casefold()
             if event == "<!--":
                 return self._open_html_comment(start)
@@ -1284,10 +1289,9 @@ class _Scanner:
         in_section = len(self.stack) > 1 and self.stack[-2].kind is FrameKind.SECTION
         for match in _SECTION_EVENTS.finditer(self.text, position, line_end):
             start = match.start()
-            span_end = self._code_end(start)
-            raw_code = span_end is not None and self._in_raw_code(start)
-            if span_end is not None and not raw_code:
-                return span_end
+            code_end, raw_code = self._code_at(start)
+            if code_end is not None:
+                return code_end
             if match.group() == "%%":
                 if raw_code:
                     continue  # code to Obsidian, text to Pandoc

@@ -59,7 +59,7 @@ from engine.markdown_headings import (
     names_gm_once_parsed,
     text_before_heading_tag,
 )
-from engine.markdown_inert import InertTest, inert_spans, spans_test
+from engine.markdown_inert import InertTest, any_in, inert_spans, spans_test
 from engine.markdown_pandoc_headings import PandocParagraphs
 from engine.markdown_regions import (
     Frame,
@@ -1689,12 +1689,7 @@ def _code_no_reader_splits(text: str, code: list[tuple[int, int]], *, in_cell: b
         return code
     odd = 1 if in_cell else 0
     splits = [match.end() - 1 for match in _PIPE_AFTER_BACKSLASHES.finditer(text) if len(match.group(1)) % 2 == odd]
-    return [(start, end) for start, end in code if not _any_between(splits, start, end)]
-
-
-def _any_between(sorted_positions: list[int], start: int, end: int) -> bool:
-    index = bisect_right(sorted_positions, start - 1)
-    return index < len(sorted_positions) and sorted_positions[index] < end
+    return [(start, end) for start, end in code if not any_in(splits, start, end)]
 
 
 def _inert_test(text: str, *, raw_html: bool) -> InertTest:
