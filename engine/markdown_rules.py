@@ -1308,8 +1308,7 @@ class _Stripper:
             # container's opening or closing line (`::: note`, `GM`, `---`: one heading to
             # markdown-it, a div holding a GM heading to Pandoc and markdown-it-container).
             line = gm_heading_line(f"{kept}\n{parent.markup * 3}")
-            after = self._parsed_gm_text_after_container_line(kept) if line is None else None
-            after = self._gm_line_after_pandoc_rows(kept, parent.markup * 3) if after is None else after
+            after = self._gm_line_read_alone(kept, parent.markup * 3) if line is None else None
             line = (after, int(parent.tag[1:])) if after is not None else line
         in_paragraph = parent is not None and parent.type == "paragraph_open"
         underline = self._lazy_underline_after(token) if in_paragraph and line is None else None
@@ -1322,8 +1321,7 @@ class _Stripper:
             if line is None and self._is_gm_heading(kept):
                 # Named once parsed, as Pandoc reads a heading's text (`> \[GM\] x`, `> GM&#58;`).
                 line = (0, level)
-            after = self._parsed_gm_text_after_container_line(kept) if line is None else None
-            after = self._gm_line_after_pandoc_rows(kept, underline) if line is None and after is None else after
+            after = self._gm_line_read_alone(kept, underline) if line is None else None
             line = (after, level) if after is not None else line
         if in_paragraph and line is None and ("=" in kept or "-" in kept):
             line = self._parsed_gm_text_over_underline(kept, ("===",))
@@ -1525,6 +1523,13 @@ class _Stripper:
                 in_definition = False
             offset += len(line) + 1
         return None
+
+    def _gm_line_read_alone(self, text: str, underline: str) -> int | None:
+        """The offset of a line of a heading's or paragraph's `text` over `underline` that
+        Pandoc reads as a GM heading of its own (after a container's line, or after the
+        rows of a block only Pandoc reads), None if there is none."""
+        after = self._parsed_gm_text_after_container_line(text)
+        return after if after is not None else self._gm_line_after_pandoc_rows(text, underline)
 
     def _gm_line_after_pandoc_rows(self, text: str, underline: str) -> int | None:
         """The offset of the last line of a paragraph's `text` over `underline` when that
